@@ -1,0 +1,281 @@
+//! Arvo events: CloudEvents 1.0 with Arvo's extensions, validated on every way in.
+//!
+//! An [`Event`] is immutable and always valid: the only ways to get one are
+//! [`EventBuilder::build`] and the parsers ([`Event::from_slice`], [`ParseOptions::parse`], serde),
+//! and both check every rule of Arvo's event schema, reporting all broken rules at once.
+//!
+//! ```
+//! use orchestrator::event::Event;
+//! let event = Event::builder()
+//!     .source("com.bench.client")
+//!     .r#type("com.calc.add")
+//!     .subject("my-subject")
+//!     .data_json(serde_json::json!({"a": 1, "b": 2}))
+//!     .build()?;
+//! let json = event.to_json_string();
+//! assert!(json.starts_with(r#"{"id":"#));
+//! let back = Event::from_slice(json.as_bytes())?;
+//! assert_eq!(back, event);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod builder;
+pub mod time;
+mod validate;
+mod wire;
+
+use std::sync::{Arc, OnceLock};
+
+use indexmap::IndexMap;
+use serde_json::{Map, Number, Value};
+
+pub use builder::EventBuilder;
+pub use validate::{EventError, ParseOptions};
+
+use crate::subject::{Subject, SubjectError};
+
+/// The CloudEvents spec version Arvo events use.
+pub const SPEC_VERSION: &str = "1.0";
+/// Arvo's default content type.
+pub const ARVO_CONTENT_TYPE: &str = "application/cloudevents+json;charset=UTF-8;profile=arvo";
+/// Default largest serialized event accepted by the parsers: 1 MiB.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 1024 * 1024;
+
+/// The value of a custom CloudEvents extension: a string, boolean, number or null.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExtensionValue {
+    /// JSON null.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A number (kept exactly as written).
+    Number(Number),
+    /// A string.
+    String(String),
+}
+
+impl ExtensionValue {
+    /// The value as JSON.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Self::Null => Value::Null,
+            Self::Bool(b) => Value::Bool(*b),
+            Self::Number(n) => Value::Number(n.clone()),
+            Self::String(s) => Value::String(s.clone()),
+        }
+    }
+
+    /// Converts JSON into an extension value; objects and arrays are not allowed.
+    pub fn from_json(value: Value) -> Option<Self> {
+        match value {
+            Value::Null => Some(Self::Null),
+            Value::Bool(b) => Some(Self::Bool(b)),
+            Value::Number(n) => Some(Self::Number(n)),
+            Value::String(s) => Some(Self::String(s)),
+            Value::Array(_) | Value::Object(_) => None,
+        }
+    }
+}
+
+impl From<&str> for ExtensionValue {
+    fn from(v: &str) -> Self {
+        Self::String(v.to_owned())
+    }
+}
+impl From<String> for ExtensionValue {
+    fn from(v: String) -> Self {
+        Self::String(v)
+    }
+}
+impl From<bool> for ExtensionValue {
+    fn from(v: bool) -> Self {
+        Self::Bool(v)
+    }
+}
+impl From<i64> for ExtensionValue {
+    fn from(v: i64) -> Self {
+        Self::Number(v.into())
+    }
+}
+
+/// An Arvo event (CloudEvents 1.0 structured JSON with Arvo's extensions). Always valid.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub(crate) id: String,
+    pub(crate) source: String,
+    pub(crate) r#type: String,
+    pub(crate) subject: String,
+    pub(crate) datacontenttype: String,
+    pub(crate) dataschema: Option<String>,
+    pub(crate) data: Map<String, Value>,
+    pub(crate) time: String,
+    pub(crate) to: Option<String>,
+    pub(crate) accesscontrol: Option<String>,
+    pub(crate) redirectto: Option<String>,
+    pub(crate) executionunits: Option<Number>,
+    pub(crate) traceparent: Option<String>,
+    pub(crate) tracestate: Option<String>,
+    pub(crate) parentid: Option<String>,
+    pub(crate) domain: Option<String>,
+    pub(crate) extensions: IndexMap<String, ExtensionValue>,
+    /// The parsed orchestration subject, decoded at most once per event.
+    pub(crate) parsed_subject: OnceLock<Subject>,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        self.id == o.id
+            && self.source == o.source
+            && self.r#type == o.r#type
+            && self.subject == o.subject
+            && self.datacontenttype == o.datacontenttype
+            && self.dataschema == o.dataschema
+            && self.data == o.data
+            && self.time == o.time
+            && self.to == o.to
+            && self.accesscontrol == o.accesscontrol
+            && self.redirectto == o.redirectto
+            && self.executionunits == o.executionunits
+            && self.traceparent == o.traceparent
+            && self.tracestate == o.tracestate
+            && self.parentid == o.parentid
+            && self.domain == o.domain
+            && self.extensions == o.extensions
+    }
+}
+
+impl Event {
+    /// Starts building an event. `id`, `time`, `specversion`, `datacontenttype` and `to` (= type)
+    /// get defaults; `source`, `type`, `subject` and `data` are required.
+    pub fn builder() -> EventBuilder {
+        EventBuilder::default()
+    }
+
+    /// A builder pre-filled with every field of this event, to derive a modified copy.
+    pub fn to_builder(&self) -> EventBuilder {
+        EventBuilder::from_event(self)
+    }
+
+    /// Parses a CloudEvents structured-JSON event with the default size limit
+    /// ([`DEFAULT_MAX_EVENT_BYTES`]).
+    pub fn from_slice(bytes: &[u8]) -> Result<Self, EventError> {
+        ParseOptions::default().parse(bytes)
+    }
+
+    /// Parses an event from an already-parsed JSON value.
+    pub fn from_json_value(value: Value) -> Result<Self, EventError> {
+        validate::from_value(value)
+    }
+
+    /// Unique id of the event.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+    /// Who produced the event (a handler's source topic).
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+    /// The CloudEvents spec version (always `1.0`).
+    pub fn specversion(&self) -> &str {
+        SPEC_VERSION
+    }
+    /// The event type (reverse-DNS).
+    pub fn r#type(&self) -> &str {
+        &self.r#type
+    }
+    /// The subject: for orchestration events, the encoded workflow subject.
+    pub fn subject(&self) -> &str {
+        &self.subject
+    }
+    /// The content type of `data`.
+    pub fn datacontenttype(&self) -> &str {
+        &self.datacontenttype
+    }
+    /// `<contract uri>/<version>` of the payload's schema, if any.
+    pub fn dataschema(&self) -> Option<&str> {
+        self.dataschema.as_deref()
+    }
+    /// The payload (always a JSON object).
+    pub fn data(&self) -> &Map<String, Value> {
+        &self.data
+    }
+    /// When the event happened (RFC 3339 with offset).
+    pub fn time(&self) -> &str {
+        &self.time
+    }
+    /// The topic the event is routed to.
+    pub fn to(&self) -> Option<&str> {
+        self.to.as_deref()
+    }
+    /// Access-control information.
+    pub fn accesscontrol(&self) -> Option<&str> {
+        self.accesscontrol.as_deref()
+    }
+    /// Where the response to this event should go.
+    pub fn redirectto(&self) -> Option<&str> {
+        self.redirectto.as_deref()
+    }
+    /// The cost of producing the event, exactly as written.
+    pub fn executionunits_number(&self) -> Option<&Number> {
+        self.executionunits.as_ref()
+    }
+    /// The cost of producing the event.
+    pub fn executionunits(&self) -> Option<f64> {
+        self.executionunits.as_ref().and_then(Number::as_f64)
+    }
+    /// W3C trace context `traceparent`.
+    pub fn traceparent(&self) -> Option<&str> {
+        self.traceparent.as_deref()
+    }
+    /// W3C trace context `tracestate`.
+    pub fn tracestate(&self) -> Option<&str> {
+        self.tracestate.as_deref()
+    }
+    /// Id of the event that caused this one.
+    pub fn parentid(&self) -> Option<&str> {
+        self.parentid.as_deref()
+    }
+    /// The domain the event is addressed to (`None` = the local broker).
+    pub fn domain(&self) -> Option<&str> {
+        self.domain.as_deref()
+    }
+    /// Custom extensions (not the Arvo or tracing ones), in their original order.
+    pub fn extensions(&self) -> &IndexMap<String, ExtensionValue> {
+        &self.extensions
+    }
+
+    /// The orchestration subject, decoded and validated once per event and then shared.
+    pub fn orchestration_subject(&self) -> Result<&Subject, SubjectError> {
+        if let Some(subject) = self.parsed_subject.get() {
+            return Ok(subject);
+        }
+        let parsed = Subject::parse(&self.subject)?;
+        Ok(self.parsed_subject.get_or_init(|| parsed))
+    }
+
+    /// The event as a flat JSON object in Arvo's key order.
+    pub fn to_json_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The event as compact JSON in Arvo's key order.
+    pub fn to_json_string(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The event as compact JSON bytes in Arvo's key order.
+    pub fn to_json_vec(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Shares an already-parsed subject with this event (it must be this event's subject).
+    pub(crate) fn with_parsed_subject(self, subject: Subject) -> Self {
+        if subject.as_str() == self.subject {
+            let _ = self.parsed_subject.set(subject);
+        }
+        self
+    }
+}
+
+/// A shared, immutable event.
+pub type SharedEvent = Arc<Event>;
