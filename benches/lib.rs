@@ -1,0 +1,1 @@
+//! Benchmarks live in `benches/*.rs` of this package.

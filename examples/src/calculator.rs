@@ -1,0 +1,125 @@
+//! Calculator contracts: `com.calc.add`, `com.calc.mul` (Arvo's benchmark services),
+//! `com.calc.divide` (two versions) and the `arvo.orc.calc.average` workflow.
+
+use orchestrator::prelude::*;
+
+/// Two operands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Operands {
+    /// Left operand.
+    pub a: f64,
+    /// Right operand.
+    pub b: f64,
+}
+
+/// The result of an addition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Sum {
+    /// `a + b`.
+    pub sum: f64,
+}
+
+/// The result of a multiplication.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Product {
+    /// `a * b`.
+    pub product: f64,
+}
+
+orchestrator::simple_contract! {
+    /// Adds two numbers: accepts `com.calc.add`, emits `evt.calc.add.success`.
+    pub contract Add {
+        uri: "#/calc/add",
+        type: "calc.add",
+        versions: {
+            AddV1 = "1.0.0" { accepts: Operands, emits: Sum },
+        },
+    }
+}
+
+orchestrator::simple_contract! {
+    /// Multiplies two numbers: accepts `com.calc.mul`, emits `evt.calc.mul.success`.
+    pub contract Mul {
+        uri: "#/calc/mul",
+        type: "calc.mul",
+        versions: {
+            MulV1 = "1.0.0" { accepts: Operands, emits: Product },
+        },
+    }
+}
+
+/// Version 1 of a division request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DivideRequest {
+    /// The dividend.
+    pub numerator: f64,
+    /// The divisor; must not be zero (the schema says so, and the runtime enforces it).
+    #[schemars(extend("not" = { "const": 0 }))]
+    pub denominator: f64,
+}
+
+/// Version 2 adds a rounding precision (0 to 12 decimals).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DivideRequestV2 {
+    /// The dividend.
+    pub numerator: f64,
+    /// The divisor; must not be zero.
+    #[schemars(extend("not" = { "const": 0 }))]
+    pub denominator: f64,
+    /// Decimals to round to.
+    #[schemars(range(min = 0, max = 12))]
+    pub precision: u8,
+}
+
+/// The quotient.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Quotient {
+    /// `numerator / denominator`.
+    pub quotient: f64,
+}
+
+orchestrator::contract! {
+    /// Divides two numbers. Version 2 rounds the result.
+    pub contract Divide {
+        uri: "#/calc/divide",
+        type: "com.calc.divide",
+        domain: "calc",
+        metadata: { "owner": "calc-team" },
+        versions: {
+            DivideV1 = "1.0.0" {
+                accepts: DivideRequest,
+                emits: { "evt.calc.divide.success" => Quotient },
+            },
+            DivideV2 = "2.0.0" {
+                accepts: DivideRequestV2,
+                emits: { "evt.calc.divide.success" => Quotient },
+            },
+        },
+    }
+}
+
+/// Starts an averaging workflow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AverageInput {
+    /// The numbers to average (at least one).
+    #[schemars(length(min = 1))]
+    pub values: Vec<f64>,
+}
+
+/// The workflow's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AverageOutput {
+    /// The mean of the values.
+    pub average: f64,
+}
+
+orchestrator::orchestrator_contract! {
+    /// Averages a list of numbers by calling the add and divide services.
+    pub contract Average {
+        uri: "#/orc/calc/average",
+        name: "calc.average",
+        versions: {
+            AverageV1 = "1.0.0" { init: AverageInput, complete: AverageOutput },
+        },
+    }
+}

@@ -1,0 +1,16 @@
+//! Example contracts shared by the examples, the `orchestrator` command-line tool and the tests:
+//! the calculator services and the averaging workflow of Arvo's own examples.
+
+pub mod calculator;
+
+use orchestrator::contract::{ArvoContract, Contract};
+
+/// Every example contract, for tools that list or export them.
+pub fn all_contracts() -> Vec<&'static ArvoContract> {
+    vec![
+        calculator::Add::contract(),
+        calculator::Mul::contract(),
+        calculator::Divide::contract(),
+        calculator::Average::contract(),
+    ]
+}
