@@ -7,10 +7,8 @@ use orchestrator_examples::calculator::{AddV1, AverageInput, AverageV1, DivideV2
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A workflow is started by a client with the orchestrator contract's init event.
-    let init = EventFactory::<AverageV1>::new().init(
-        AverageInput { values: vec![2.0, 4.0, 9.0] },
-        Event::builder().source("com.example.client"),
-    )?;
+    let init = EventFactory::<AverageV1>::new()
+        .init(AverageInput { values: vec![2.0, 4.0, 9.0] }, Event::builder().source("com.example.client"))?;
     let subject = init.orchestration_subject()?;
     println!("init event  {}", init.r#type());
     println!("  subject   orchestrator={} execution={}", subject.orchestrator_name(), subject.execution_id());
@@ -25,9 +23,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let operands = AddV1::parse_accepts(&request)?;
     let response = add.emits(
         Sum { sum: operands.a + operands.b },
-        Event::builder().source("com.calc.add").orchestration_subject(subject).parentid(request.id()).to("arvo.orc.calc.average"),
+        Event::builder()
+            .source("com.calc.add")
+            .orchestration_subject(subject)
+            .parentid(request.id())
+            .to("arvo.orc.calc.average"),
     )?;
-    println!("service     {} -> {} {}", request.r#type(), response.r#type(), serde_json::to_string(response.data())?);
+    println!(
+        "service     {} -> {} {}",
+        request.r#type(),
+        response.r#type(),
+        serde_json::to_string(response.data())?
+    );
 
     // Bytes from the wire are parsed and checked against the contract's generated JSON Schema.
     let bad = request
@@ -43,7 +50,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // Malformed input gets a typed error naming every broken rule.
-    let garbage = br#"{"id":"","source":"com app","specversion":"0.3","type":"com.app","subject":"s","data":[]}"#;
+    let garbage =
+        br#"{"id":"","source":"com app","specversion":"0.3","type":"com.app","subject":"s","data":[]}"#;
     if let Err(error) = Event::from_slice(garbage) {
         println!("rejected    {error}");
     }

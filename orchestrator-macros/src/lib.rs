@@ -6,8 +6,8 @@
 //! compile; when there are mistakes a fallback expansion still declares the types so that one
 //! mistake gives one error.
 
-mod ctxt;
 mod contract;
+mod ctxt;
 
 use proc_macro::TokenStream;
 

@@ -43,10 +43,10 @@ fn is_lower_alnum(b: u8) -> bool {
 }
 
 /// Human-readable statement of the reverse-DNS rule, used in error messages.
-pub const REVERSE_DNS_RULE: &str =
-    "must be a reverse-DNS name: at least three dot-separated segments of lowercase letters and digits (^[a-z0-9]+(\\.[a-z0-9]+)+\\.[a-z0-9]+$)";
+pub const REVERSE_DNS_RULE: &str = "must be a reverse-DNS name: at least three dot-separated segments of lowercase letters and digits (^[a-z0-9]+(\\.[a-z0-9]+)+\\.[a-z0-9]+$)";
 /// Human-readable statement of the domain rule.
-pub const DOMAIN_RULE: &str = "must be non-empty and contain only lowercase letters, digits and dots (^[a-z0-9.]+$)";
+pub const DOMAIN_RULE: &str =
+    "must be non-empty and contain only lowercase letters, digits and dots (^[a-z0-9.]+$)";
 /// Human-readable statement of the extension-key rule.
 pub const EXTENSION_KEY_RULE: &str =
     "extension names must contain only lowercase letters and digits (^[a-z0-9]+$)";
@@ -60,7 +60,18 @@ mod tests {
         for ok in ["com.calc.add", "a.b.c", "evt.calc.add.success", "arvo.orc.x", "1.2.3"] {
             assert!(is_reverse_dns(ok), "{ok}");
         }
-        for bad in ["", "com", "com.app", "com..app", ".com.a.b", "com.a.b.", "Com.a.b", "com.a_b.c", "com.a-b.c", "com.a b.c"] {
+        for bad in [
+            "",
+            "com",
+            "com.app",
+            "com..app",
+            ".com.a.b",
+            "com.a.b.",
+            "Com.a.b",
+            "com.a_b.c",
+            "com.a-b.c",
+            "com.a b.c",
+        ] {
             assert!(!is_reverse_dns(bad), "{bad}");
         }
     }

@@ -23,4 +23,5 @@ pub fn parse(value: &str) -> Option<(u64, u64, u64)> {
 pub const WILDCARD: &str = "0.0.0";
 
 /// Human-readable statement of the rule.
-pub const RULE: &str = "must be a semantic version MAJOR.MINOR.PATCH with decimal numbers (^\\d+\\.\\d+\\.\\d+$)";
+pub const RULE: &str =
+    "must be a semantic version MAJOR.MINOR.PATCH with decimal numbers (^\\d+\\.\\d+\\.\\d+$)";

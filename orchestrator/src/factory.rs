@@ -135,7 +135,12 @@ impl<V: OrchestratorVersion> EventFactory<V> {
     /// The init event of a child workflow of `parent`: the event's subject is a child subject of
     /// `parent` (initiator = the parent's orchestrator; domain = the event's, else the parent's;
     /// `meta.redirectto` = the event's `redirectto`, else the parent's initiator).
-    pub fn init_child(&self, payload: V::Init, parent: &Subject, base: EventBuilder) -> Result<Event, FactoryError> {
+    pub fn init_child(
+        &self,
+        payload: V::Init,
+        parent: &Subject,
+        base: EventBuilder,
+    ) -> Result<Event, FactoryError> {
         let vc = V::versioned();
         let event_type = vc.accepts().event_type();
         let mut child = parent.child(event_type, vc.version_str());
@@ -143,10 +148,10 @@ impl<V: OrchestratorVersion> EventFactory<V> {
             child = child.domain(domain);
         }
         let redirect = base.redirectto_ref().unwrap_or(parent.initiator()).to_owned();
-        let subject = child.meta("redirectto", redirect).build().map_err(|source| FactoryError::Subject {
-            event_type: event_type.to_owned(),
-            source,
-        })?;
+        let subject = child
+            .meta("redirectto", redirect)
+            .build()
+            .map_err(|source| FactoryError::Subject { event_type: event_type.to_owned(), source })?;
         let init = OrchestratorInit::<V::Init>::child(payload, parent.as_str());
         build(vc, "Init", event_type, vc.dataschema(), &init, base.orchestration_subject(&subject))
     }
@@ -160,7 +165,12 @@ impl<V: OrchestratorVersion> EventFactory<V> {
 impl VersionedContract {
     /// Builds an event of any type of this version from a JSON payload, checked against its
     /// schema (the dynamic counterpart of [`EventFactory`], for tools and loaded contracts).
-    pub fn event_from_json(&self, event_type: &str, data: Value, base: EventBuilder) -> Result<Event, FactoryError> {
+    pub fn event_from_json(
+        &self,
+        event_type: &str,
+        data: Value,
+        base: EventBuilder,
+    ) -> Result<Event, FactoryError> {
         let Some(schema) = self.schema_for_type(event_type) else {
             return Err(FactoryError::UnknownEmit {
                 event_type: event_type.to_owned(),
@@ -194,7 +204,9 @@ fn build<T: Serialize + ?Sized>(
                 reason: format!("it serialized to {other}"),
             });
         }
-        Err(e) => return Err(FactoryError::Payload { event_type: event_type.to_owned(), reason: e.to_string() }),
+        Err(e) => {
+            return Err(FactoryError::Payload { event_type: event_type.to_owned(), reason: e.to_string() });
+        }
     };
     let value = Value::Object(data);
     if let Some(schema) = vc.schema_for_type(event_type) {
@@ -216,7 +228,11 @@ fn build<T: Serialize + ?Sized>(
 /// arvo-core's default subject: orchestrator = the event type, version = the contract version,
 /// initiator = the event's source, domain = the event's domain, `meta.redirectto` = its
 /// `redirectto` when set.
-fn default_subject(vc: &VersionedContract, event_type: &str, base: &EventBuilder) -> Result<Subject, FactoryError> {
+fn default_subject(
+    vc: &VersionedContract,
+    event_type: &str,
+    base: &EventBuilder,
+) -> Result<Subject, FactoryError> {
     let source = base.source_ref().unwrap_or_default();
     let mut builder = Subject::builder(event_type, vc.version_str(), source);
     if let Some(domain) = base.domain_ref() {

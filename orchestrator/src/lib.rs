@@ -60,9 +60,9 @@ pub mod subject;
 pub mod violation;
 
 pub use field_error::{FieldError, FieldErrors};
+pub use orchestrator_macros::{contract, orchestrator_contract, simple_contract};
 pub use orchestrator_rules::names as rules;
 pub use orchestrator_rules::uri;
-pub use orchestrator_macros::{contract, orchestrator_contract, simple_contract};
 
 /// Re-exports used by code the macros generate. Not a public API.
 #[doc(hidden)]
@@ -84,3 +84,8 @@ pub mod prelude {
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
 }
+
+/// The README's examples are compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -32,7 +32,9 @@ pub const WILDCARD_STR: &str = "0.0.0";
 
 /// A string that is not a valid Arvo semantic version.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid semantic version '{value}': must be MAJOR.MINOR.PATCH with decimal numbers (^\\d+\\.\\d+\\.\\d+$)")]
+#[error(
+    "invalid semantic version '{value}': must be MAJOR.MINOR.PATCH with decimal numbers (^\\d+\\.\\d+\\.\\d+$)"
+)]
 pub struct SemVerError {
     /// The rejected value.
     pub value: String,

@@ -128,11 +128,7 @@ impl SubjectContent {
         if self.execution.id.is_empty() {
             errors.push(FieldError::new("execution.id", "must be a non-empty string", None));
         } else if self.execution.id.contains(';') {
-            errors.push(FieldError::new(
-                "execution.id",
-                "must not contain ';'",
-                Some(&self.execution.id),
-            ));
+            errors.push(FieldError::new("execution.id", "must not contain ';'", Some(&self.execution.id)));
         }
         if !rules::is_reverse_dns(&self.execution.initiator) {
             errors.push(FieldError::new(
@@ -399,15 +395,10 @@ impl SubjectBuilder {
 
 /// zlib-deflates (default level, as pako) and base64-encodes a subject JSON text.
 fn encode(json: &str) -> String {
-    let mut encoder = flate2::write::ZlibEncoder::new(
-        Vec::with_capacity(json.len()),
-        flate2::Compression::default(),
-    );
+    let mut encoder =
+        flate2::write::ZlibEncoder::new(Vec::with_capacity(json.len()), flate2::Compression::default());
     // Writing to a Vec cannot fail.
-    let compressed = encoder
-        .write_all(json.as_bytes())
-        .and_then(|()| encoder.finish())
-        .unwrap_or_default();
+    let compressed = encoder.write_all(json.as_bytes()).and_then(|()| encoder.finish()).unwrap_or_default();
     BASE64.encode(compressed)
 }
 

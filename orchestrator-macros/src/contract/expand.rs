@@ -56,7 +56,9 @@ fn contract_impl(model: &Model) -> TokenStream {
     let constructor = match model.flavor {
         Flavor::Plain => quote!(::orchestrator::contract::ArvoContract::builder(#uri, #accepts_type)),
         Flavor::Simple => quote!(::orchestrator::contract::ArvoContract::simple(#uri, #root_type)),
-        Flavor::Orchestrator => quote!(::orchestrator::contract::ArvoContract::orchestrator(#uri, #root_type)),
+        Flavor::Orchestrator => {
+            quote!(::orchestrator::contract::ArvoContract::orchestrator(#uri, #root_type))
+        }
     };
     let domain = model.domain.as_ref().map(|d| quote!(.domain(#d)));
     let description = model.description.as_ref().map(|d| quote!(.description(#d)));

@@ -57,7 +57,11 @@ pub(crate) fn check(cx: &mut Ctxt, decl: ContractDecl, flavor: Flavor) -> Model 
         let Some(&known) = allowed.iter().find(|k| **k == key) else {
             cx.error_spanned_by(
                 &field.key,
-                format!("unknown key `{key}` in {}; expected one of: {}", flavor.macro_name(), allowed.join(", ")),
+                format!(
+                    "unknown key `{key}` in {}; expected one of: {}",
+                    flavor.macro_name(),
+                    allowed.join(", ")
+                ),
             );
             continue;
         };
@@ -76,7 +80,10 @@ pub(crate) fn check(cx: &mut Ctxt, decl: ContractDecl, flavor: Flavor) -> Model 
                         syn::Lit::Str(_) | syn::Lit::Int(_) | syn::Lit::Float(_) | syn::Lit::Bool(_) => {
                             metadata.push((k.value(), v));
                         }
-                        other => cx.error_spanned_by(other, "metadata values must be string, number or bool literals"),
+                        other => cx.error_spanned_by(
+                            other,
+                            "metadata values must be string, number or bool literals",
+                        ),
                     }
                 }
             }
@@ -91,7 +98,10 @@ pub(crate) fn check(cx: &mut Ctxt, decl: ContractDecl, flavor: Flavor) -> Model 
         Some(lit) => {
             let value = lit.value();
             if value.is_empty() || !uri::is_valid_uri(&value) {
-                cx.error_spanned_by(lit, format!("contract uri `{value}` must be a non-empty, properly encoded URI"));
+                cx.error_spanned_by(
+                    lit,
+                    format!("contract uri `{value}` must be a non-empty, properly encoded URI"),
+                );
             }
             value
         }
@@ -202,10 +212,8 @@ fn check_version(
     let text = decl.version.value();
     match version::parse(&text) {
         None => cx.error_spanned_by(&decl.version, format!("version `{text}` {}", version::RULE)),
-        Some((0, 0, 0)) => cx.error_spanned_by(
-            &decl.version,
-            "the version cannot be '0.0.0'. It is a reserved version type.",
-        ),
+        Some((0, 0, 0)) => cx
+            .error_spanned_by(&decl.version, "the version cannot be '0.0.0'. It is a reserved version type."),
         Some(parsed) => {
             if !seen_versions.insert(parsed) {
                 cx.error_spanned_by(&decl.version, format!("version {text} is declared twice"));
@@ -276,10 +284,16 @@ fn check_version(
         }
     }
     if accepts.is_none() {
-        cx.error_spanned_by(&decl.ident, format!("version `{}` is missing `{accepts_key}: PayloadType`", decl.ident));
+        cx.error_spanned_by(
+            &decl.ident,
+            format!("version `{}` is missing `{accepts_key}: PayloadType`", decl.ident),
+        );
     }
     if !emits_given && flavor != Flavor::Plain {
-        cx.error_spanned_by(&decl.ident, format!("version `{}` is missing `{emits_key}: PayloadType`", decl.ident));
+        cx.error_spanned_by(
+            &decl.ident,
+            format!("version `{}` is missing `{emits_key}: PayloadType`", decl.ident),
+        );
     }
     VersionModel { attrs: decl.attrs, ident: decl.ident, version: text, accepts, emits }
 }
@@ -291,7 +305,9 @@ fn doc_text(attrs: &[Attribute]) -> Option<String> {
         .filter(|a| a.path().is_ident("doc"))
         .filter_map(|a| match &a.meta {
             syn::Meta::NameValue(nv) => match &nv.value {
-                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value().trim().to_owned()),
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => {
+                    Some(s.value().trim().to_owned())
+                }
                 _ => None,
             },
             _ => None,

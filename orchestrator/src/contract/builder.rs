@@ -66,7 +66,7 @@ impl VersionBuilder {
 
     /// The accepted payload type (for an orchestrator contract: the init payload, without
     /// `parentSubject$$`, which is added).
-    pub fn accepts<T: JsonSchema + ?Sized>(self, ) -> Self {
+    pub fn accepts<T: JsonSchema + ?Sized>(self) -> Self {
         self.accepts_schema(super::schema::schema_for::<T>())
     }
 
@@ -91,7 +91,15 @@ impl VersionBuilder {
 
 impl ContractBuilder {
     pub(super) fn new(uri: String, r#type: String, kind: ContractKind) -> Self {
-        Self { uri, r#type, kind, domain: None, description: None, metadata: Map::new(), versions: Vec::new() }
+        Self {
+            uri,
+            r#type,
+            kind,
+            domain: None,
+            description: None,
+            metadata: Map::new(),
+            versions: Vec::new(),
+        }
     }
 
     /// Sets the contract's domain (`^[a-z0-9.]+$`).
@@ -179,7 +187,10 @@ impl ContractBuilder {
             if version.is_wildcard() {
                 errors.push(FieldError::new(
                     field,
-                    format!("In contract (uri={}), the version cannot be '0.0.0'. It is a reserved version type.", self.uri),
+                    format!(
+                        "In contract (uri={}), the version cannot be '0.0.0'. It is a reserved version type.",
+                        self.uri
+                    ),
                     None,
                 ));
                 continue;
@@ -220,13 +231,20 @@ impl ContractBuilder {
                         ));
                     }
                     for (_, schema) in v.emits {
-                        emits.insert(complete_type.clone(), EventSchema::from_schema(complete_type.as_str(), schema));
+                        emits.insert(
+                            complete_type.clone(),
+                            EventSchema::from_schema(complete_type.as_str(), schema),
+                        );
                     }
                 }
                 ContractKind::Plain => {
                     for (t, schema) in v.emits {
                         if !rules::is_reverse_dns(&t) {
-                            errors.push(FieldError::new(format!("{field}.emits"), rules::REVERSE_DNS_RULE, Some(&t)));
+                            errors.push(FieldError::new(
+                                format!("{field}.emits"),
+                                rules::REVERSE_DNS_RULE,
+                                Some(&t),
+                            ));
                         } else if t.starts_with(ORCHESTRATOR_PREFIX) {
                             errors.push(FieldError::new(
                                 format!("{field}.emits"),
@@ -234,7 +252,11 @@ impl ContractBuilder {
                                 Some(&t),
                             ));
                         } else if t == self.r#type || emits.contains_key(&t) {
-                            errors.push(FieldError::new(format!("{field}.emits"), "is declared twice", Some(&t)));
+                            errors.push(FieldError::new(
+                                format!("{field}.emits"),
+                                "is declared twice",
+                                Some(&t),
+                            ));
                         }
                         emits.insert(t.clone(), EventSchema::from_schema(t, schema));
                     }

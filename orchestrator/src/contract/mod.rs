@@ -167,9 +167,11 @@ impl ArvoContract {
         let selector = match version {
             "latest" | "any" => VersionSelector::Latest,
             "oldest" => VersionSelector::Oldest,
-            exact => VersionSelector::Exact(exact.parse().map_err(|e| {
-                Violation::config(format!("contract (uri={}): {e}", self.uri()))
-            })?),
+            exact => VersionSelector::Exact(
+                exact
+                    .parse()
+                    .map_err(|e| Violation::config(format!("contract (uri={}): {e}", self.uri())))?,
+            ),
         };
         self.version(selector).ok_or_else(|| {
             Violation::config(format!(
@@ -325,9 +327,7 @@ impl VersionedContract {
     }
 
     fn check_data(&self, schema: &EventSchema, event: &Event) -> Result<(), Violation> {
-        // Validating a borrowed map needs a Value; the clone is the price of jsonschema's API.
-        let data = Value::Object(event.data().clone());
-        schema.validate(&data).map_err(|errors| {
+        schema.validate(event.data_value()).map_err(|errors| {
             Violation::contract(format!(
                 "Input event payload validation failed: event (id={}, type={}) does not match {}: {errors}",
                 event.id(),

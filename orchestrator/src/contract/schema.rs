@@ -60,11 +60,7 @@ impl EventSchema {
 
     /// The event type with a given JSON Schema.
     pub fn from_schema(event_type: impl Into<Arc<str>>, schema: Value) -> Self {
-        Self {
-            event_type: event_type.into(),
-            schema: Arc::new(schema),
-            validator: Arc::new(OnceLock::new()),
-        }
+        Self { event_type: event_type.into(), schema: Arc::new(schema), validator: Arc::new(OnceLock::new()) }
     }
 
     /// The event type.
@@ -89,7 +85,10 @@ impl EventSchema {
     /// patterns, lengths), and lists every error.
     pub fn validate(&self, payload: &Value) -> Result<(), SchemaErrors> {
         let validator = self.compile().map_err(|message| SchemaErrors {
-            errors: vec![SchemaError { path: String::new(), message: format!("the schema itself is invalid: {message}") }],
+            errors: vec![SchemaError {
+                path: String::new(),
+                message: format!("the schema itself is invalid: {message}"),
+            }],
         })?;
         if validator.is_valid(payload) {
             return Ok(());

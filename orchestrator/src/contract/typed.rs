@@ -83,7 +83,7 @@ pub trait OrchestratorVersion:
 fn decode<T: DeserializeOwned>(event: &Event) -> Result<T, Violation> {
     // The payload already satisfied the schema; a failure here means the schema and the serde
     // format of the type disagree, which the message says.
-    T::deserialize(serde_json::Value::Object(event.data().clone())).map_err(|e| {
+    T::deserialize(event.data_value()).map_err(|e| {
         Violation::contract(format!(
             "Event (id={}, type={}) data passed its schema but does not decode as {}: {e}",
             event.id(),

@@ -187,7 +187,7 @@ impl EventBuilder {
             parsed_subject: e.parsed_subject.get().cloned(),
             datacontenttype: Some(e.datacontenttype.clone()),
             dataschema: e.dataschema.clone(),
-            data: Some(Ok(e.data.clone())),
+            data: Some(Ok(e.data().clone())),
             time: Some(e.time.clone()),
             to: e.to.clone(),
             accesscontrol: e.accesscontrol.clone(),
@@ -217,7 +217,9 @@ impl EventBuilder {
             to: encode(self.to.clone().or_else(|| self.r#type.clone())),
             r#type: self.r#type.clone(),
             subject: encode(self.subject.clone()),
-            datacontenttype: Some(self.datacontenttype.clone().unwrap_or_else(|| ARVO_CONTENT_TYPE.to_owned())),
+            datacontenttype: Some(
+                self.datacontenttype.clone().unwrap_or_else(|| ARVO_CONTENT_TYPE.to_owned()),
+            ),
             dataschema: encode(self.dataschema.clone()),
             data: None,
             time: Some(self.time.clone().unwrap_or_else(time::now_utc)),
@@ -232,11 +234,9 @@ impl EventBuilder {
         };
         match self.data {
             Some(Ok(map)) => draft.data = Some(map),
-            Some(Err(kind)) => draft.errors.push(FieldError::new(
-                "data",
-                format!("must be a JSON object, got {kind}"),
-                None,
-            )),
+            Some(Err(kind)) => {
+                draft.errors.push(FieldError::new("data", format!("must be a JSON object, got {kind}"), None))
+            }
             None => {}
         }
         for (key, value) in self.extensions {
@@ -256,7 +256,11 @@ mod tests {
     use serde_json::json;
 
     fn base() -> EventBuilder {
-        Event::builder().source("com.test.client").r#type("com.test.event").subject("s").data_json(json!({"a": 1}))
+        Event::builder()
+            .source("com.test.client")
+            .r#type("com.test.event")
+            .subject("s")
+            .data_json(json!({"a": 1}))
     }
 
     #[test]

@@ -107,7 +107,9 @@ pub struct Event {
     pub(crate) subject: String,
     pub(crate) datacontenttype: String,
     pub(crate) dataschema: Option<String>,
-    pub(crate) data: Map<String, Value>,
+    /// Always a JSON object (checked on every way in); kept as a `Value` so validation and
+    /// decoding borrow it instead of copying it.
+    pub(crate) data: Value,
     pub(crate) time: String,
     pub(crate) to: Option<String>,
     pub(crate) accesscontrol: Option<String>,
@@ -197,6 +199,12 @@ impl Event {
     }
     /// The payload (always a JSON object).
     pub fn data(&self) -> &Map<String, Value> {
+        static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+        self.data.as_object().unwrap_or(&EMPTY)
+    }
+
+    /// The payload as a JSON value (always an object).
+    pub fn data_value(&self) -> &Value {
         &self.data
     }
     /// When the event happened (RFC 3339 with offset).

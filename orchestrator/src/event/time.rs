@@ -13,7 +13,10 @@ pub fn is_valid_timestamp(value: &str) -> bool {
     let b = value.as_bytes();
     let num = |range: std::ops::Range<usize>| -> Option<u32> {
         let digits = b.get(range)?;
-        digits.iter().all(u8::is_ascii_digit).then(|| digits.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
+        digits
+            .iter()
+            .all(u8::is_ascii_digit)
+            .then(|| digits.iter().fold(0, |n, d| n * 10 + u32::from(d - b'0')))
     };
     let (Some(year), Some(month), Some(day)) = (num(0..4), num(5..7), num(8..10)) else { return false };
     if b.get(4) != Some(&b'-') || b.get(7) != Some(&b'-') || b.get(10) != Some(&b'T') {

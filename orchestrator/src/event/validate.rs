@@ -295,6 +295,7 @@ impl Draft {
             errors.push(FieldError::new("domain", rules::DOMAIN_RULE, Some(d)));
         }
 
+        errors.sort_by_key(|e| field_rank(&e.field));
         FieldErrors::check("event", errors)?;
         // All required fields are present when no rule is broken.
         let (Some(id), Some(source), Some(r#type), Some(subject), Some(time), Some(data)) =
@@ -310,7 +311,7 @@ impl Draft {
             subject,
             datacontenttype,
             dataschema: self.dataschema,
-            data,
+            data: Value::Object(data),
             time,
             to: self.to,
             accesscontrol: self.accesscontrol,
@@ -326,10 +327,47 @@ impl Draft {
     }
 }
 
+/// Position of a field in Arvo's key order, so errors are listed in the order of the event.
+fn field_rank(field: &str) -> usize {
+    const ORDER: &[&str] = &[
+        "id",
+        "source",
+        "specversion",
+        "type",
+        "subject",
+        "datacontenttype",
+        "dataschema",
+        "data",
+        "time",
+        "to",
+        "accesscontrol",
+        "redirectto",
+        "executionunits",
+        "traceparent",
+        "tracestate",
+        "parentid",
+        "domain",
+    ];
+    ORDER.iter().position(|k| *k == field).unwrap_or(ORDER.len())
+}
+
 fn static_field(key: &str) -> &'static str {
     const KNOWN: &[&str] = &[
-        "id", "source", "specversion", "type", "subject", "datacontenttype", "dataschema", "time",
-        "to", "accesscontrol", "redirectto", "traceparent", "tracestate", "parentid", "domain",
+        "id",
+        "source",
+        "specversion",
+        "type",
+        "subject",
+        "datacontenttype",
+        "dataschema",
+        "time",
+        "to",
+        "accesscontrol",
+        "redirectto",
+        "traceparent",
+        "tracestate",
+        "parentid",
+        "domain",
     ];
     KNOWN.iter().find(|k| **k == key).copied().unwrap_or("event")
 }
@@ -369,7 +407,7 @@ pub(super) mod wire_raw {
     use super::Draft;
 
     pub(in crate::event) enum RawEvent {
-        Fields(Draft),
+        Fields(Box<Draft>),
         NotAnObject(&'static str),
     }
 
@@ -394,7 +432,7 @@ pub(super) mod wire_raw {
                 let value: Value = map.next_value()?;
                 draft.set(&key, value);
             }
-            Ok(RawEvent::Fields(draft))
+            Ok(RawEvent::Fields(Box::new(draft)))
         }
 
         fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawEvent, A::Error> {
