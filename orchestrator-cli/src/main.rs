@@ -1,1 +1,135 @@
-fn main() {}
+//! # orchestrator
+//!
+//! The `orchestrator` command-line tool: inspect what travels on the wire of an Arvo-compatible
+//! system.
+//!
+//! - `orchestrator subject parse|new|child`: decode, create and derive orchestration subjects,
+//!   byte-compatible with arvo-core;
+//! - `orchestrator event validate`: check an event against every rule of Arvo's event schema
+//!   (and optionally its subject and an example contract), listing every broken rule;
+//! - `orchestrator contract list|schema`: list the example contracts and print their JSON
+//!   documents (Arvo's `toJsonSchema()`).
+//!
+//! Results go to stdout; errors go to stderr after `error: `. The exit status is 0 on success,
+//! 1 for invalid input and 2 for usage errors.
+
+mod contract_cmd;
+mod error;
+mod event_cmd;
+mod output;
+mod subject_cmd;
+
+use std::io::{self, Read, Write};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::contract_cmd::ContractCommand;
+use crate::error::CliError;
+use crate::event_cmd::EventCommand;
+use crate::subject_cmd::SubjectCommand;
+
+/// Inspect Arvo orchestration subjects, events and contracts.
+#[derive(Debug, Parser)]
+#[command(name = "orchestrator", version, after_help = MAIN_EXAMPLES)]
+struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    command: Command,
+}
+
+const MAIN_EXAMPLES: &str = "\
+Exit status: 0 on success, 1 for invalid input, 2 for usage errors.
+
+Examples:
+  orchestrator subject new --orchestrator arvo.orc.calc.average --version 1.0.0 --initiator com.my.client
+  orchestrator subject parse \"$SUBJECT\"
+  orchestrator event validate event.json
+  orchestrator contract schema com.calc.add";
+
+/// The top-level commands.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Decode, create and derive orchestration subjects.
+    #[command(subcommand, after_help = SUBJECT_EXAMPLES)]
+    Subject(SubjectCommand),
+    /// Validate events.
+    #[command(subcommand, after_help = EVENT_EXAMPLES)]
+    Event(EventCommand),
+    /// List the example contracts and print their JSON documents.
+    #[command(subcommand, after_help = CONTRACT_EXAMPLES)]
+    Contract(ContractCommand),
+}
+
+const SUBJECT_EXAMPLES: &str = "\
+Examples:
+  orchestrator subject new --orchestrator arvo.orc.calc.average --version 1.0.0 --initiator com.my.client
+  orchestrator subject parse \"$SUBJECT\"
+  orchestrator subject child \"$SUBJECT\" --orchestrator arvo.orc.calc.add --version 1.0.0";
+
+const EVENT_EXAMPLES: &str = "\
+Examples:
+  orchestrator event validate event.json
+  orchestrator event validate --check-subject < event.json";
+
+const CONTRACT_EXAMPLES: &str = "\
+Examples:
+  orchestrator contract list
+  orchestrator contract schema com.calc.add --version latest";
+
+/// Runs a parsed command line, reading standard input from `stdin` and writing results to `out`.
+fn run(cli: &Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<(), CliError> {
+    match &cli.command {
+        Command::Subject(command) => subject_cmd::run(command, out)?,
+        Command::Event(command) => event_cmd::run(command, stdin, out)?,
+        Command::Contract(command) => contract_cmd::run(command, out)?,
+    }
+    out.flush().map_err(CliError::output)
+}
+
+fn main() -> ExitCode {
+    // clap prints help and usage errors itself, exiting with 0 and 2 respectively.
+    let cli = Cli::parse();
+    let result = run(&cli, &mut io::stdin().lock(), &mut io::stdout().lock());
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`orchestrator … | head`): nothing left to say.
+        Err(err) if err.is_broken_pipe() => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::from(err.exit_code())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn meta_values_must_be_key_value_pairs() {
+        let err = Cli::try_parse_from([
+            "orchestrator",
+            "subject",
+            "new",
+            "--orchestrator",
+            "arvo.orc.x",
+            "--version",
+            "1.0.0",
+            "--initiator",
+            "com.x.y",
+            "--meta",
+            "oops",
+        ])
+        .expect_err("not KEY=VALUE");
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("KEY=VALUE"), "{err}");
+    }
+}

@@ -286,7 +286,8 @@ impl VersionedContract {
         self.check_data(accepts, event)
     }
 
-    /// Checks an event of an emitted (or system-error) type against its schema.
+    /// Checks an event of an emitted (or system-error) type: its dataschema (when present) must name
+    /// this contract and version (or the wildcard `0.0.0`), and its data must satisfy the schema.
     pub fn validate_emitted(&self, event: &Event) -> Result<(), Violation> {
         let Some(schema) = self.schema_for_type(event.r#type()) else {
             return Err(Violation::contract(format!(
@@ -296,6 +297,7 @@ impl VersionedContract {
                 event.r#type()
             )));
         };
+        self.check_dataschema(event)?;
         self.check_data(schema, event)
     }
 
