@@ -132,8 +132,8 @@ impl<V: OrchestratorVersion> EventFactory<V> {
         build(vc, "Init", vc.accepts().event_type(), vc.dataschema(), &init, base)
     }
 
-    /// The init event of a child workflow of `parent`: the event's subject is a child subject of
-    /// `parent` (initiator = the parent's orchestrator; domain = the event's, else the parent's;
+    /// The init event of a child workflow of `parent`. Unless `base` sets a subject, the event's
+    /// subject is a child subject of `parent` (initiator = the parent's orchestrator; domain = the event's, else the parent's;
     /// `meta.redirectto` = the event's `redirectto`, else the parent's initiator).
     pub fn init_child(
         &self,
@@ -143,6 +143,11 @@ impl<V: OrchestratorVersion> EventFactory<V> {
     ) -> Result<Event, FactoryError> {
         let vc = V::versioned();
         let event_type = vc.accepts().event_type();
+        let init = OrchestratorInit::<V::Init>::child(payload, parent.as_str());
+        if base.has_subject() {
+            // An explicit subject wins, as in arvo-core.
+            return build(vc, "Init", event_type, vc.dataschema(), &init, base);
+        }
         let mut child = parent.child(event_type, vc.version_str());
         if let Some(domain) = base.domain_ref() {
             child = child.domain(domain);
@@ -152,7 +157,6 @@ impl<V: OrchestratorVersion> EventFactory<V> {
             .meta("redirectto", redirect)
             .build()
             .map_err(|source| FactoryError::Subject { event_type: event_type.to_owned(), source })?;
-        let init = OrchestratorInit::<V::Init>::child(payload, parent.as_str());
         build(vc, "Init", event_type, vc.dataschema(), &init, base.orchestration_subject(&subject))
     }
 

@@ -156,7 +156,7 @@ impl EventBuilder {
         self
     }
 
-    /// True when the data has been set.
+    /// True when a subject has been set.
     pub fn has_subject(&self) -> bool {
         self.subject.is_some()
     }
@@ -240,7 +240,15 @@ impl EventBuilder {
             None => {}
         }
         for (key, value) in self.extensions {
-            draft.set(&key, value.to_json());
+            if super::validate::is_attribute_name(&key) {
+                draft.errors.push(FieldError::new(
+                    format!("extensions.{key}"),
+                    "is the name of a CloudEvents/Arvo attribute; set the attribute with its own method",
+                    Some(&key),
+                ));
+            } else {
+                draft.set(&key, value.to_json());
+            }
         }
         let event = draft.finish()?;
         Ok(match self.parsed_subject {

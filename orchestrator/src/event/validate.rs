@@ -140,6 +140,11 @@ pub(super) struct Draft {
 impl Draft {
     /// Records one received key/value pair, noting wrong JSON types.
     pub(super) fn set(&mut self, key: &str, value: Value) {
+        // A repeated key replaces the earlier value, as `JSON.parse` does: forget its errors.
+        if !self.errors.is_empty() {
+            let field = if is_attribute_name(key) { key.to_owned() } else { format!("extensions.{key}") };
+            self.errors.retain(|e| e.field != field.as_str());
+        }
         let slot: &mut Option<String> = match key {
             "id" => &mut self.id,
             "source" => &mut self.source,
@@ -327,28 +332,34 @@ impl Draft {
     }
 }
 
+/// True for the names of CloudEvents and Arvo attributes (which are never custom extensions).
+pub(super) fn is_attribute_name(key: &str) -> bool {
+    field_rank(key) < ATTRIBUTE_ORDER.len()
+}
+
 /// Position of a field in Arvo's key order, so errors are listed in the order of the event.
+const ATTRIBUTE_ORDER: &[&str] = &[
+    "id",
+    "source",
+    "specversion",
+    "type",
+    "subject",
+    "datacontenttype",
+    "dataschema",
+    "data",
+    "time",
+    "to",
+    "accesscontrol",
+    "redirectto",
+    "executionunits",
+    "traceparent",
+    "tracestate",
+    "parentid",
+    "domain",
+];
+
 fn field_rank(field: &str) -> usize {
-    const ORDER: &[&str] = &[
-        "id",
-        "source",
-        "specversion",
-        "type",
-        "subject",
-        "datacontenttype",
-        "dataschema",
-        "data",
-        "time",
-        "to",
-        "accesscontrol",
-        "redirectto",
-        "executionunits",
-        "traceparent",
-        "tracestate",
-        "parentid",
-        "domain",
-    ];
-    ORDER.iter().position(|k| *k == field).unwrap_or(ORDER.len())
+    ATTRIBUTE_ORDER.iter().position(|k| *k == field).unwrap_or(ATTRIBUTE_ORDER.len())
 }
 
 fn static_field(key: &str) -> &'static str {
