@@ -1,8 +1,8 @@
 //! Procedural macros of the `orchestrator` crate; use them through `orchestrator::contract!`,
 //! `orchestrator::simple_contract!` and `orchestrator::orchestrator_contract!`.
 //!
-//! Each macro goes parse ([`contract::ast`]) → check ([`contract::valid`]) → generate
-//! ([`contract::expand`]). Every mistake is reported, each spanned on the offending token, in one
+//! Each macro goes parse (`contract::ast`) → check (`contract::valid`) → generate
+//! (`contract::expand`). Every mistake is reported, each spanned on the offending token, in one
 //! compile; when there are mistakes a fallback expansion still declares the types so that one
 //! mistake gives one error.
 

@@ -24,7 +24,6 @@
 //! ```
 
 use std::fmt;
-use std::io::{Read, Write};
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -395,25 +394,71 @@ impl SubjectBuilder {
 
 /// zlib-deflates (default level, as pako) and base64-encodes a subject JSON text.
 fn encode(json: &str) -> String {
-    let mut encoder =
-        flate2::write::ZlibEncoder::new(Vec::with_capacity(json.len()), flate2::Compression::default());
-    // Writing to a Vec cannot fail.
-    let compressed = encoder.write_all(json.as_bytes()).and_then(|()| encoder.finish()).unwrap_or_default();
+    thread_local! {
+        // zlib's deflate state is ~256 KiB; allocating and zeroing it per subject costs more than
+        // compressing, so each thread keeps one and resets it (same settings, same bytes).
+        static DEFLATE: std::cell::RefCell<flate2::Compress> =
+            std::cell::RefCell::new(flate2::Compress::new(flate2::Compression::default(), true));
+    }
+    let compressed = DEFLATE.with(|cell| {
+        let mut deflate = cell.borrow_mut();
+        deflate.reset();
+        let mut out = Vec::with_capacity(json.len() / 2 + 64);
+        loop {
+            let consumed = usize::try_from(deflate.total_in()).unwrap_or(usize::MAX).min(json.len());
+            match deflate.compress_vec(&json.as_bytes()[consumed..], &mut out, flate2::FlushCompress::Finish)
+            {
+                Ok(flate2::Status::StreamEnd) => break,
+                Ok(_) => out.reserve(out.capacity().max(64)),
+                // Deflating in memory only fails on API misuse; an empty result would then fail
+                // to parse rather than be mistaken for a subject.
+                Err(_) => return Vec::new(),
+            }
+        }
+        out
+    });
     BASE64.encode(compressed)
 }
 
 fn decode(encoded: &str) -> Result<SubjectContent, SubjectError> {
     let compressed =
         BASE64.decode(encoded.trim()).map_err(|e| SubjectError::Base64 { reason: e.to_string() })?;
-    let mut json = Vec::with_capacity(compressed.len() * 3);
-    flate2::read::ZlibDecoder::new(compressed.as_slice())
-        .take(MAX_SUBJECT_JSON_BYTES + 1)
-        .read_to_end(&mut json)
-        .map_err(|e| SubjectError::Inflate { reason: e.to_string() })?;
-    if json.len() as u64 > MAX_SUBJECT_JSON_BYTES {
-        return Err(SubjectError::TooLarge { max: MAX_SUBJECT_JSON_BYTES });
-    }
+    let json = inflate(&compressed)?;
     serde_json::from_slice(&json).map_err(|e| SubjectError::Json { reason: e.to_string() })
+}
+
+/// Inflates a zlib stream of at most [`MAX_SUBJECT_JSON_BYTES`], reusing one inflater per thread.
+fn inflate(compressed: &[u8]) -> Result<Vec<u8>, SubjectError> {
+    thread_local! {
+        static INFLATE: std::cell::RefCell<flate2::Decompress> =
+            std::cell::RefCell::new(flate2::Decompress::new(true));
+    }
+    let max = usize::try_from(MAX_SUBJECT_JSON_BYTES).unwrap_or(usize::MAX);
+    INFLATE.with(|cell| {
+        let mut inflate = cell.borrow_mut();
+        inflate.reset(true);
+        let mut out = Vec::with_capacity((compressed.len() * 4).min(max));
+        loop {
+            let consumed = usize::try_from(inflate.total_in()).unwrap_or(usize::MAX).min(compressed.len());
+            let before = (inflate.total_in(), inflate.total_out());
+            let status = inflate
+                .decompress_vec(&compressed[consumed..], &mut out, flate2::FlushDecompress::Finish)
+                .map_err(|e| SubjectError::Inflate { reason: e.to_string() })?;
+            if out.len() > max {
+                return Err(SubjectError::TooLarge { max: MAX_SUBJECT_JSON_BYTES });
+            }
+            match status {
+                flate2::Status::StreamEnd => return Ok(out),
+                _ if out.len() == out.capacity() => {
+                    out.reserve(out.capacity().min(max + 1 - out.len()).max(1))
+                }
+                _ if before == (inflate.total_in(), inflate.total_out()) => {
+                    return Err(SubjectError::Inflate { reason: "truncated zlib stream".to_owned() });
+                }
+                _ => {}
+            }
+        }
+    })
 }
 
 #[cfg(test)]

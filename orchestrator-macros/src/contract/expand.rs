@@ -1,7 +1,7 @@
 //! Generates the contract type, one type per version, and their trait impls.
 
-use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::Flavor;
@@ -30,18 +30,22 @@ fn declarations(model: &Model) -> TokenStream {
         let line = format!(" - [`{ident}`]: version {}", v.version);
         quote!(#[doc = #line])
     });
-    let mut out = quote! {
+    // Each struct is spanned on its name, so that diagnostics about it (such as "doesn't satisfy
+    // `AddV1: OrchestratorVersion`") point at the name rather than at the whole macro call.
+    let contract_vis = respan(vis, name.span());
+    let mut out = quote_spanned! {name.span()=>
         #(#attrs)*
         #[doc = ""]
         #[doc = #doc_types]
         #(#version_docs)*
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-        #vis struct #name;
+        #contract_vis struct #name;
     };
     for v in &model.versions {
         let VersionModel { attrs, ident, version, .. } = v;
         let doc = format!(" Version {version} of [`{name}`] (`{uri}/{version}`).");
-        out.extend(quote! {
+        let vis = respan(vis, ident.span());
+        out.extend(quote_spanned! {ident.span()=>
             #(#attrs)*
             #[doc = #doc]
             #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -49,6 +53,25 @@ fn declarations(model: &Model) -> TokenStream {
         });
     }
     out
+}
+
+/// `tokens` with every span set to `span`.
+fn respan(tokens: &impl ToTokens, span: Span) -> TokenStream {
+    tokens
+        .to_token_stream()
+        .into_iter()
+        .map(|token| match token {
+            TokenTree::Group(group) => {
+                let mut respanned = Group::new(group.delimiter(), respan(&group.stream(), span));
+                respanned.set_span(span);
+                TokenTree::Group(respanned)
+            }
+            mut other => {
+                other.set_span(span);
+                other
+            }
+        })
+        .collect()
 }
 
 fn contract_impl(model: &Model) -> TokenStream {
@@ -63,18 +86,44 @@ fn contract_impl(model: &Model) -> TokenStream {
     let domain = model.domain.as_ref().map(|d| quote!(.domain(#d)));
     let description = model.description.as_ref().map(|d| quote!(.description(#d)));
     let metadata = model.metadata.iter().map(|(k, v)| quote!(.metadata(#k, #v)));
+    // The accepted (init) and completion payloads are named through the version's associated
+    // types, inside generic helpers where their `Payload` bound is implied: a payload type missing
+    // a trait is then reported once, at the version's impl, rather than once more here.
     let versions = model.versions.iter().map(|v| {
         let version = &v.version;
-        let accepts = v.accepts.as_ref().map(|ty| quote_spanned!(ty.span()=> .accepts::<#ty>()));
-        let emits = v.emits.iter().map(|(t, ty)| quote_spanned!(ty.span()=> .emits::<#ty>(#t)));
-        quote! {
-            .version(::orchestrator::contract::VersionBuilder::new(#version) #accepts #(#emits)*)
+        let ident = &v.ident;
+        let builder = quote!(::orchestrator::contract::VersionBuilder::new(#version));
+        match model.flavor {
+            Flavor::Orchestrator => quote!(.version(__payloads::<#ident>(#builder))),
+            Flavor::Plain | Flavor::Simple => {
+                let emits = v.emits.iter().map(|(t, ty)| quote_spanned!(ty.span()=> .emits::<#ty>(#t)));
+                quote!(.version(__payloads::<#ident>(#builder) #(#emits)*))
+            }
         }
     });
+    let payloads_helper = match model.flavor {
+        Flavor::Orchestrator => quote! {
+            fn __payloads<V: ::orchestrator::contract::OrchestratorVersion>(
+                builder: ::orchestrator::contract::VersionBuilder,
+            ) -> ::orchestrator::contract::VersionBuilder {
+                builder.accepts::<V::Init>().emits::<V::Complete>(
+                    <V as ::orchestrator::contract::Emits<V::Complete>>::EVENT_TYPE,
+                )
+            }
+        },
+        Flavor::Plain | Flavor::Simple => quote! {
+            fn __payloads<V: ::orchestrator::contract::ContractVersion>(
+                builder: ::orchestrator::contract::VersionBuilder,
+            ) -> ::orchestrator::contract::VersionBuilder {
+                builder.accepts::<V::Accepts>()
+            }
+        },
+    };
     let name_text = name.to_string();
     quote! {
         impl ::orchestrator::contract::Contract for #name {
             fn contract() -> &'static ::orchestrator::contract::ArvoContract {
+                #payloads_helper
                 static CONTRACT: ::std::sync::OnceLock<::orchestrator::contract::ArvoContract> =
                     ::std::sync::OnceLock::new();
                 CONTRACT.get_or_init(|| {

@@ -51,18 +51,13 @@ pub(crate) fn check(cx: &mut Ctxt, decl: ContractDecl, flavor: Flavor) -> Model 
     let mut metadata = Vec::new();
     let mut version_decls = Vec::new();
     let mut versions_key: Option<Ident> = None;
+    let mut unknown = Vec::new();
 
     for field in decl.fields {
         let key = field.key.to_string();
         let Some(&known) = allowed.iter().find(|k| **k == key) else {
-            cx.error_spanned_by(
-                &field.key,
-                format!(
-                    "unknown key `{key}` in {}; expected one of: {}",
-                    flavor.macro_name(),
-                    allowed.join(", ")
-                ),
-            );
+            // Reported after the loop, when it is known which keys are missing.
+            unknown.push(field.key);
             continue;
         };
         if seen.insert(key.clone(), field.key.clone()).is_some() {
@@ -94,6 +89,11 @@ pub(crate) fn check(cx: &mut Ctxt, decl: ContractDecl, flavor: Flavor) -> Model 
         }
     }
 
+    // An unknown key that looks like a missing key is reported once, as that key's misspelling.
+    let missing: Vec<&str> = allowed.iter().copied().filter(|k| !seen.contains_key(*k)).collect();
+    let expected = format!("expected one of: {}", allowed.join(", "));
+    let suggested = report_unknown_keys(cx, flavor, &unknown, &missing, flavor.macro_name(), &expected);
+
     let uri = match strings.get("uri") {
         Some(lit) => {
             let value = lit.value();
@@ -106,7 +106,9 @@ pub(crate) fn check(cx: &mut Ctxt, decl: ContractDecl, flavor: Flavor) -> Model 
             value
         }
         None => {
-            cx.error_spanned_by(&decl.name, "missing `uri: \"...\"`");
+            if !suggested.contains("uri") {
+                cx.error_spanned_by(&decl.name, "missing `uri: \"...\"`");
+            }
             String::new()
         }
     };
@@ -114,7 +116,9 @@ pub(crate) fn check(cx: &mut Ctxt, decl: ContractDecl, flavor: Flavor) -> Model 
     let (accepts_type, root_type) = match strings.get(type_key) {
         Some(lit) => check_type(cx, flavor, lit),
         None => {
-            cx.error_spanned_by(&decl.name, format!("missing `{type_key}: \"...\"`"));
+            if !suggested.contains(type_key) {
+                cx.error_spanned_by(&decl.name, format!("missing `{type_key}: \"...\"`"));
+            }
             (String::from("invalid.contract.type"), String::new())
         }
     };
@@ -130,7 +134,9 @@ pub(crate) fn check(cx: &mut Ctxt, decl: ContractDecl, flavor: Flavor) -> Model 
     let description = strings.get("description").map(LitStr::value).or_else(|| doc_text(&decl.attrs));
 
     if versions_key.is_none() {
-        cx.error_spanned_by(&decl.name, "missing `versions: { V1 = \"1.0.0\" { ... } }`");
+        if !suggested.contains("versions") {
+            cx.error_spanned_by(&decl.name, "missing `versions: { V1 = \"1.0.0\" { ... } }`");
+        }
     } else if version_decls.is_empty() {
         cx.error_spanned_by(
             versions_key.as_ref(),
@@ -142,10 +148,27 @@ pub(crate) fn check(cx: &mut Ctxt, decl: ContractDecl, flavor: Flavor) -> Model 
     let mut seen_versions = HashSet::new();
     let mut seen_idents = HashSet::new();
     for v in version_decls {
-        if !seen_idents.insert(v.ident.to_string()) {
+        // A clashing type name is reported here and the version is left out of the model, so the
+        // fallback expansion does not add rustc's own "defined multiple times" errors.
+        let clash = if v.ident == decl.name {
+            cx.error_spanned_by(
+                &v.ident,
+                format!(
+                    "version type `{}` has the name of the contract type; name it e.g. `{}V1`",
+                    v.ident, v.ident
+                ),
+            );
+            true
+        } else if !seen_idents.insert(v.ident.to_string()) {
             cx.error_spanned_by(&v.ident, format!("duplicate version type `{}`", v.ident));
+            true
+        } else {
+            false
+        };
+        let version = check_version(cx, flavor, &accepts_type, &root_type, &mut seen_versions, v);
+        if !clash {
+            versions.push(version);
         }
-        versions.push(check_version(cx, flavor, &accepts_type, &root_type, &mut seen_versions, v));
     }
 
     Model {
@@ -229,6 +252,7 @@ fn check_version(
     let mut emits = Vec::new();
     let mut seen_keys = HashSet::new();
     let mut emits_given = false;
+    let mut unknown = Vec::new();
     for field in decl.fields {
         let key = field.key.to_string();
         if !seen_keys.insert(key.clone()) {
@@ -277,25 +301,87 @@ fn check_version(
                     format!("`{k}` takes a payload type, e.g. `{k}: MyPayload`")
                 },
             ),
-            (k, _) => cx.error_spanned_by(
-                &field.key,
-                format!("unknown key `{k}` in a version of {}; expected `{accepts_key}` and `{emits_key}`", flavor.macro_name()),
-            ),
+            // Reported below, when it is known which keys are missing.
+            (_, _) => unknown.push(field.key),
         }
     }
-    if accepts.is_none() {
+    let missing: Vec<&str> =
+        [accepts_key, emits_key].into_iter().filter(|k| !seen_keys.contains(*k)).collect();
+    let place = format!("a version of {}", flavor.macro_name());
+    let expected = format!("expected `{accepts_key}` and `{emits_key}`");
+    let suggested = report_unknown_keys(cx, flavor, &unknown, &missing, &place, &expected);
+    if accepts.is_none() && !suggested.contains(accepts_key) {
         cx.error_spanned_by(
             &decl.ident,
             format!("version `{}` is missing `{accepts_key}: PayloadType`", decl.ident),
         );
     }
-    if !emits_given && flavor != Flavor::Plain {
+    if !emits_given && flavor != Flavor::Plain && !suggested.contains(emits_key) {
         cx.error_spanned_by(
             &decl.ident,
             format!("version `{}` is missing `{emits_key}: PayloadType`", decl.ident),
         );
     }
     VersionModel { attrs: decl.attrs, ident: decl.ident, version: text, accepts, emits }
+}
+
+/// Reports each unknown key (found in `place`). One that probably stands for a missing key (a
+/// misspelling, or another contract macro's name for it, such as `type` for `name`) is reported
+/// as "did you mean", and that key is returned, so that the caller does not report it missing too.
+fn report_unknown_keys<'k>(
+    cx: &mut Ctxt,
+    flavor: Flavor,
+    unknown: &[Ident],
+    missing: &[&'k str],
+    place: &str,
+    expected: &str,
+) -> HashSet<&'k str> {
+    let mut suggested = HashSet::new();
+    for ident in unknown {
+        let key = ident.to_string();
+        let guess = missing
+            .iter()
+            .copied()
+            .filter(|m| !suggested.contains(m))
+            .find(|m| other_macro_name(flavor, &key) == Some(*m) || edit_distance(&key, m) <= 2);
+        match guess {
+            Some(m) => {
+                suggested.insert(m);
+                cx.error_spanned_by(ident, format!("unknown key `{key}` in {place}; did you mean `{m}`?"));
+            }
+            None => cx.error_spanned_by(ident, format!("unknown key `{key}` in {place}; {expected}")),
+        }
+    }
+    suggested
+}
+
+/// What this macro calls a key another contract macro names `key`.
+fn other_macro_name(flavor: Flavor, key: &str) -> Option<&'static str> {
+    match (flavor, key) {
+        (Flavor::Orchestrator, "type") => Some("name"),
+        (Flavor::Orchestrator, "accepts") => Some("init"),
+        (Flavor::Orchestrator, "emits") => Some("complete"),
+        (Flavor::Plain | Flavor::Simple, "name") => Some("type"),
+        (Flavor::Plain | Flavor::Simple, "init") => Some("accepts"),
+        (Flavor::Plain | Flavor::Simple, "complete") => Some("emits"),
+        _ => None,
+    }
+}
+
+/// Levenshtein distance between two short keys.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
 }
 
 /// The text of `///` doc comments, lines joined with newlines.

@@ -1,0 +1,36 @@
+//! An emitted event type may be declared once per version.
+
+use orchestrator::prelude::*;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Input {
+    pub a: f64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Output {
+    pub sum: f64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct CachedOutput {
+    pub sum: f64,
+}
+
+orchestrator::contract! {
+    pub contract Add {
+        uri: "#/calc/add",
+        type: "com.calc.add",
+        versions: {
+            AddV1 = "1.0.0" {
+                accepts: Input,
+                emits: {
+                    "evt.calc.add.success" => Output,
+                    "evt.calc.add.success" => CachedOutput,
+                },
+            },
+        },
+    }
+}
+
+fn main() {}

@@ -1,0 +1,29 @@
+//! A domain is lowercase letters, digits and dots.
+
+use orchestrator::prelude::*;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Input {
+    pub a: f64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Output {
+    pub sum: f64,
+}
+
+orchestrator::contract! {
+    pub contract Add {
+        uri: "#/calc/add",
+        type: "com.calc.add",
+        domain: "Calc Team",
+        versions: {
+            AddV1 = "1.0.0" {
+                accepts: Input,
+                emits: { "evt.calc.add.success" => Output },
+            },
+        },
+    }
+}
+
+fn main() {}

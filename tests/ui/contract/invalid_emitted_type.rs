@@ -1,0 +1,28 @@
+//! Emitted event types must be reverse-DNS names.
+
+use orchestrator::prelude::*;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Input {
+    pub a: f64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Output {
+    pub sum: f64,
+}
+
+orchestrator::contract! {
+    pub contract Add {
+        uri: "#/calc/add",
+        type: "com.calc.add",
+        versions: {
+            AddV1 = "1.0.0" {
+                accepts: Input,
+                emits: { "Evt.Calc.Add.Success" => Output },
+            },
+        },
+    }
+}
+
+fn main() {}

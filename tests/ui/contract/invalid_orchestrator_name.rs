@@ -1,0 +1,25 @@
+//! An orchestrator name is lowercase alphanumeric segments separated by dots.
+
+use orchestrator::prelude::*;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Input {
+    pub a: f64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Output {
+    pub sum: f64,
+}
+
+orchestrator::orchestrator_contract! {
+    pub contract Average {
+        uri: "#/orc/calc/average",
+        name: "Bad-Name",
+        versions: {
+            AverageV1 = "1.0.0" { init: Input, complete: Output },
+        },
+    }
+}
+
+fn main() {}

@@ -1,0 +1,31 @@
+//! One payload type can stand for one emitted event type only (it selects the type in `factory.emits`).
+
+use orchestrator::prelude::*;
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Input {
+    pub a: f64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct Output {
+    pub sum: f64,
+}
+
+orchestrator::contract! {
+    pub contract Add {
+        uri: "#/calc/add",
+        type: "com.calc.add",
+        versions: {
+            AddV1 = "1.0.0" {
+                accepts: Input,
+                emits: {
+                    "evt.calc.add.success" => Output,
+                    "evt.calc.add.cached" => Output,
+                },
+            },
+        },
+    }
+}
+
+fn main() {}
