@@ -8,6 +8,8 @@
 //!
 //! Criterion's throughput line reports transitions (events) per second.
 
+#![allow(clippy::unwrap_used)] // set-up code: a failure is a bug in the bench itself
+
 use std::hint::black_box;
 use std::sync::Arc;
 
