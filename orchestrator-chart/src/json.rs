@@ -21,6 +21,7 @@ use thiserror::Error;
 
 use crate::action::{ActionId, ActionSpec, GuardId, GuardSpec};
 use crate::builder::{BuildError, ChartBuilder, NodeKind, NodeRef, TransitionSpec};
+use crate::export::NameTable;
 use crate::host::{EventRef, Host};
 use crate::model::Chart;
 
@@ -186,6 +187,9 @@ pub struct JsonChart {
     pub host: JsonHost,
     /// `machine.context` (empty if absent).
     pub context: JsonContext,
+    /// Names of the host guards and actions (for [`export`](crate::export)): the `name` of the
+    /// `guards` / `actions` entry, or `var op value` for a guard written inline.
+    pub names: NameTable,
 }
 
 /// Loads a chart from a JSON string.
@@ -203,7 +207,12 @@ pub fn load_file(path: &Path) -> Result<JsonChart, JsonError> {
 /// Loads a chart from a parsed document with `machine` (and optional `guards`, `actions`).
 pub fn load(doc: &Value) -> Result<JsonChart, JsonError> {
     let doc = doc.as_object().ok_or_else(|| invalid("$", "expected an object"))?;
-    let mut loader = Loader { guards: HashMap::new(), actions: HashMap::new(), host: JsonHost::default() };
+    let mut loader = Loader {
+        guards: HashMap::new(),
+        actions: HashMap::new(),
+        host: JsonHost::default(),
+        names: NameTable::new(),
+    };
     loader.read_guards(doc.get("guards"))?;
     loader.read_actions(doc.get("actions"))?;
     let machine = doc.get("machine").ok_or_else(|| invalid("$", "missing \"machine\""))?;
@@ -226,13 +235,14 @@ pub fn load(doc: &Value) -> Result<JsonChart, JsonError> {
     let root = b.root();
     loader.node(&mut b, root, "", machine, "machine", true, id)?;
     let chart = b.build()?;
-    Ok(JsonChart { chart, host: loader.host, context })
+    Ok(JsonChart { chart, host: loader.host, context, names: loader.names })
 }
 
 struct Loader {
     guards: HashMap<String, GuardSpec>,
     actions: HashMap<String, ActionSpec>,
     host: JsonHost,
+    names: NameTable,
 }
 
 const NODE_KEYS: &[&str] = &[
@@ -275,6 +285,9 @@ impl Loader {
             let name = str_field(g, "name", &at)?;
             let check = g.get("check").ok_or_else(|| invalid(&at, "missing \"check\""))?;
             let spec = self.check(check, &format!("{at}.check"))?;
+            if let GuardSpec::Custom(id) = spec {
+                self.names.set_guard(id, name);
+            }
             self.guards.insert(name.to_owned(), spec);
         }
         Ok(())
@@ -298,17 +311,18 @@ impl Loader {
             ));
         }
         let var = str_field(c, "var", at)?.to_owned();
-        let op = match str_field(c, "op", at)? {
-            "eq" => CmpOp::Eq,
-            "ne" => CmpOp::Ne,
-            "lt" => CmpOp::Lt,
-            "le" => CmpOp::Le,
-            "gt" => CmpOp::Gt,
-            "ge" => CmpOp::Ge,
+        let (op, symbol) = match str_field(c, "op", at)? {
+            "eq" => (CmpOp::Eq, "=="),
+            "ne" => (CmpOp::Ne, "!="),
+            "lt" => (CmpOp::Lt, "<"),
+            "le" => (CmpOp::Le, "<="),
+            "gt" => (CmpOp::Gt, ">"),
+            "ge" => (CmpOp::Ge, ">="),
             other => return Err(invalid(at, format!("unknown comparison {other:?}"))),
         };
         let value = as_f64(c.get("value").unwrap_or(&Value::Null), &format!("{at}.value"))?;
         let id = GuardId(self.host.checks.len() as u32);
+        self.names.set_guard(id, format!("{var} {symbol} {}", number_value(value)));
         self.host.checks.push(VarCheck { var, op, value });
         Ok(GuardSpec::Custom(id))
     }
@@ -337,6 +351,7 @@ impl Loader {
                     Some(v) => Some(as_f64(v, &format!("{at}.value"))?),
                 };
                 let id = ActionId(self.host.assigns.len() as u32);
+                self.names.set_action(id, name);
                 self.host.assigns.push(Assign { var, op, value });
                 ActionSpec::custom(id)
             } else if a.contains_key("type") {

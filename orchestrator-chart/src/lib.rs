@@ -12,6 +12,8 @@
 //! * [`MachineState`] is what must be persisted; it has a versioned binary form
 //!   ([`MachineState::to_bytes`]) and a serde form.
 //! * [`json`] loads the conformance-fixture JSON format; [`fixture`] runs fixture files.
+//! * [`export`] writes a chart as an XState v5 machine config, a Mermaid state diagram or a
+//!   Graphviz digraph.
 //!
 //! # Using the crate
 //!
@@ -154,6 +156,7 @@ pub mod bitset;
 pub mod builder;
 pub mod config;
 pub mod descriptor;
+pub mod export;
 pub mod fixture;
 pub mod host;
 pub mod interpreter;

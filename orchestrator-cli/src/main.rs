@@ -9,10 +9,13 @@
 //!   (and optionally its subject and an example contract), listing every broken rule;
 //! - `orchestrator contract list|schema`: list the example contracts and print their JSON
 //!   documents (Arvo's `toJsonSchema()`).
+//! - `orchestrator chart check|simulate|export`: run statechart conformance fixtures, simulate a
+//!   JSON chart, export a chart as XState JSON, Mermaid or Graphviz DOT.
 //!
 //! Results go to stdout; errors go to stderr after `error: `. The exit status is 0 on success,
 //! 1 for invalid input and 2 for usage errors.
 
+mod chart_cmd;
 mod contract_cmd;
 mod error;
 mod event_cmd;
@@ -24,6 +27,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::chart_cmd::ChartCommand;
 use crate::contract_cmd::ContractCommand;
 use crate::error::CliError;
 use crate::event_cmd::EventCommand;
@@ -59,6 +63,9 @@ enum Command {
     /// List the example contracts and print their JSON documents.
     #[command(subcommand, after_help = CONTRACT_EXAMPLES)]
     Contract(ContractCommand),
+    /// Run statechart fixtures, simulate a JSON chart, export a chart.
+    #[command(subcommand, after_help = CHART_EXAMPLES)]
+    Chart(ChartCommand),
 }
 
 const SUBJECT_EXAMPLES: &str = "\
@@ -77,12 +84,19 @@ Examples:
   orchestrator contract list
   orchestrator contract schema com.calc.add --version latest";
 
+const CHART_EXAMPLES: &str = "\
+Examples:
+  orchestrator chart check shared/conformance/statecharts
+  orchestrator chart simulate chart.json go +1000 stop
+  orchestrator chart export --format mermaid chart.json";
+
 /// Runs a parsed command line, reading standard input from `stdin` and writing results to `out`.
 fn run(cli: &Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<(), CliError> {
     match &cli.command {
         Command::Subject(command) => subject_cmd::run(command, out)?,
         Command::Event(command) => event_cmd::run(command, stdin, out)?,
         Command::Contract(command) => contract_cmd::run(command, out)?,
+        Command::Chart(command) => chart_cmd::run(command, out)?,
     }
     out.flush().map_err(CliError::output)
 }
