@@ -55,6 +55,7 @@ pub mod dataschema;
 pub mod event;
 pub mod factory;
 mod field_error;
+pub mod memory;
 pub mod semver;
 pub mod subject;
 pub mod violation;

@@ -1,0 +1,89 @@
+//! The object-safe form of [`Memory`], to pick a backend at run time.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use super::{Lease, Memory, MemoryError, Stored, WriteMeta};
+
+/// A boxed `Send` future.
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Object-safe [`Memory`]: every [`Memory`] is a `DynMemory`, and `Arc<dyn DynMemory<R>>` is a
+/// [`Memory`] again.
+///
+/// ```
+/// use std::sync::Arc;
+/// use orchestrator::memory::{DynMemory, InMemory};
+/// let memory: Arc<dyn DynMemory<String>> = Arc::new(InMemory::<String>::default());
+/// # let _ = memory;
+/// ```
+pub trait DynMemory<R>: Send + Sync {
+    /// See [`Memory::read`].
+    fn read_dyn<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Stored<R>>, MemoryError>>;
+    /// See [`Memory::write`].
+    fn write_dyn<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a R,
+        prev: Option<u64>,
+        lease: Option<&'a Lease>,
+        meta: &'a WriteMeta,
+    ) -> BoxFuture<'a, Result<u64, MemoryError>>;
+    /// See [`Memory::lock`].
+    fn lock_dyn<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Lease>, MemoryError>>;
+    /// See [`Memory::unlock`].
+    fn unlock_dyn<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<bool, MemoryError>>;
+    /// See [`Memory::cleanup`].
+    fn cleanup_dyn<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), MemoryError>>;
+}
+
+impl<R: Sync + Send + 'static, M: Memory<R>> DynMemory<R> for M {
+    fn read_dyn<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Stored<R>>, MemoryError>> {
+        Box::pin(self.read(id))
+    }
+    fn write_dyn<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a R,
+        prev: Option<u64>,
+        lease: Option<&'a Lease>,
+        meta: &'a WriteMeta,
+    ) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        Box::pin(self.write(id, record, prev, lease, meta))
+    }
+    fn lock_dyn<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Lease>, MemoryError>> {
+        Box::pin(self.lock(id))
+    }
+    fn unlock_dyn<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<bool, MemoryError>> {
+        Box::pin(self.unlock(lease))
+    }
+    fn cleanup_dyn<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), MemoryError>> {
+        Box::pin(self.cleanup(id))
+    }
+}
+
+impl<R: Sync + Send + 'static> Memory<R> for Arc<dyn DynMemory<R>> {
+    async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
+        self.read_dyn(id).await
+    }
+    async fn write(
+        &self,
+        id: &str,
+        record: &R,
+        prev: Option<u64>,
+        lease: Option<&Lease>,
+        meta: &WriteMeta,
+    ) -> Result<u64, MemoryError> {
+        self.write_dyn(id, record, prev, lease, meta).await
+    }
+    async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
+        self.lock_dyn(id).await
+    }
+    async fn unlock(&self, lease: &Lease) -> Result<bool, MemoryError> {
+        self.unlock_dyn(lease).await
+    }
+    async fn cleanup(&self, id: &str) -> Result<(), MemoryError> {
+        self.cleanup_dyn(id).await
+    }
+}

@@ -1,0 +1,336 @@
+//! [`InMemory`]: a concurrency-safe memory for one process.
+
+use std::collections::hash_map::{DefaultHasher, Entry};
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use super::{Lease, Memory, MemoryError, Stored, WriteMeta, check_id};
+
+const SHARDS: usize = 16;
+
+/// What [`Memory::cleanup`] does with a finished workflow's record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retention {
+    /// Keep it (for inspection; memory grows with finished workflows).
+    Keep,
+    /// Remove it at once.
+    Remove,
+    /// Remove it once this long has passed since the workflow finished.
+    RemoveAfter(Duration),
+}
+
+/// Settings of [`InMemory`]. Defaults follow arvo-tools' concurrent memory: a 120 s lease,
+/// 3 lock retries starting at 100 ms, growing ×1.5.
+#[derive(Debug, Clone, Copy)]
+pub struct InMemoryConfig {
+    /// How long a lease lasts unless released.
+    pub lease_ttl: Duration,
+    /// How many more times `lock` tries when the lease is held, before answering "denied".
+    pub lock_retries: u32,
+    /// The first wait between tries.
+    pub retry_delay: Duration,
+    /// Each further wait is the previous one times this.
+    pub backoff: f64,
+    /// What `cleanup` does.
+    pub retention: Retention,
+}
+
+impl Default for InMemoryConfig {
+    fn default() -> Self {
+        Self {
+            lease_ttl: Duration::from_secs(120),
+            lock_retries: 3,
+            retry_delay: Duration::from_millis(100),
+            backoff: 1.5,
+            retention: Retention::Remove,
+        }
+    }
+}
+
+struct Slot<R> {
+    record: Option<Stored<R>>,
+    /// The current lease: (token, expiry).
+    lease: Option<(u64, SystemTime)>,
+}
+
+impl<R> Default for Slot<R> {
+    fn default() -> Self {
+        Self { record: None, lease: None }
+    }
+}
+
+/// Workflow memory held in this process: atomic leases with TTL and fencing tokens,
+/// compare-and-swap writes, bounded lock retries with backoff, and eviction of finished workflows
+/// by [`Retention`] policy. Sharded so that unrelated workflows do not contend.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// use orchestrator::memory::{InMemory, Memory, WriteMeta};
+/// let memory = InMemory::<String>::default();
+/// let meta = WriteMeta::new("wf-1", "arvo.orc.demo");
+/// let lease = memory.lock("wf-1").await?.expect("free");
+/// let v1 = memory.write("wf-1", &"started".to_owned(), None, Some(&lease), &meta).await?;
+/// // A writer that read nothing (a stale view) cannot overwrite.
+/// assert!(memory.write("wf-1", &"other".to_owned(), None, Some(&lease), &meta).await.is_err());
+/// memory.write("wf-1", &"done".to_owned(), Some(v1), Some(&lease), &meta).await?;
+/// memory.unlock(&lease).await?;
+/// assert_eq!(memory.read("wf-1").await?.map(|s| s.record), Some("done".to_owned()));
+/// # Ok::<(), orchestrator::memory::MemoryError>(())
+/// # }).unwrap();
+/// ```
+pub struct InMemory<R> {
+    shards: Vec<Mutex<HashMap<String, Slot<R>>>>,
+    finished: Mutex<VecDeque<(SystemTime, String)>>,
+    /// Fencing tokens come from one counter, so they grow per workflow even when a slot is
+    /// dropped and recreated.
+    next_token: AtomicU64,
+    config: InMemoryConfig,
+}
+
+impl<R> Default for InMemory<R> {
+    fn default() -> Self {
+        Self::new(InMemoryConfig::default())
+    }
+}
+
+impl<R> std::fmt::Debug for InMemory<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemory").field("config", &self.config).field("len", &self.len()).finish()
+    }
+}
+
+impl<R> InMemory<R> {
+    /// A memory with these settings.
+    pub fn new(config: InMemoryConfig) -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            finished: Mutex::new(VecDeque::new()),
+            next_token: AtomicU64::new(1),
+            config,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &InMemoryConfig {
+        &self.config
+    }
+
+    /// How many workflows have a record or a lease.
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| lock_shard(s).len()).sum()
+    }
+
+    /// True when no workflow has a record or a lease.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn shard(&self, id: &str) -> &Mutex<HashMap<String, Slot<R>>> {
+        let mut hasher = DefaultHasher::new();
+        id.hash(&mut hasher);
+        &self.shards[(hasher.finish() as usize) % SHARDS]
+    }
+
+    /// One attempt at taking the lease.
+    fn try_lock(&self, id: &str) -> Option<Lease> {
+        let now = SystemTime::now();
+        let mut shard = lock_shard(self.shard(id));
+        let slot = shard.entry(id.to_owned()).or_default();
+        if let Some((_, expires)) = slot.lease
+            && expires > now
+        {
+            return None;
+        }
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        let expires_at = now + self.config.lease_ttl;
+        slot.lease = Some((token, expires_at));
+        Some(Lease { id: id.to_owned(), token, expires_at })
+    }
+
+    /// Removes finished workflows whose retention time has passed.
+    fn sweep(&self) {
+        let now = SystemTime::now();
+        loop {
+            let due = {
+                let mut finished = self.finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                match finished.front() {
+                    Some((deadline, _)) if *deadline <= now => finished.pop_front().map(|(_, id)| id),
+                    _ => None,
+                }
+            };
+            let Some(id) = due else { break };
+            self.remove_unleased(&id);
+        }
+    }
+
+    fn remove_unleased(&self, id: &str) {
+        let now = SystemTime::now();
+        let mut shard = lock_shard(self.shard(id));
+        if let Entry::Occupied(entry) = shard.entry(id.to_owned()) {
+            let leased = entry.get().lease.is_some_and(|(_, expires)| expires > now);
+            if !leased {
+                entry.remove();
+            } else {
+                // Leased (a late event is being handled): keep the fencing state, drop the record.
+                entry.into_mut().record = None;
+            }
+        }
+    }
+}
+
+fn lock_shard<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding a shard cannot leave a slot half-updated (every update is a single
+    // assignment), so a poisoned lock is still consistent.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
+    async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
+        check_id(id)?;
+        Ok(lock_shard(self.shard(id)).get(id).and_then(|slot| slot.record.clone()))
+    }
+
+    async fn write(
+        &self,
+        id: &str,
+        record: &R,
+        prev: Option<u64>,
+        lease: Option<&Lease>,
+        _meta: &WriteMeta,
+    ) -> Result<u64, MemoryError> {
+        check_id(id)?;
+        let now = SystemTime::now();
+        let mut shard = lock_shard(self.shard(id));
+        let slot = shard.entry(id.to_owned()).or_default();
+        if let Some(lease) = lease {
+            let current = matches!(slot.lease, Some((token, expires)) if token == lease.token && expires > now);
+            if !current || lease.id != id {
+                return Err(MemoryError::StaleLease { id: id.to_owned(), token: lease.token });
+            }
+        }
+        let found = slot.record.as_ref().map(|s| s.version);
+        if found != prev {
+            return Err(MemoryError::Conflict { id: id.to_owned(), expected: prev, found });
+        }
+        let version = found.unwrap_or(0) + 1;
+        slot.record = Some(Stored { record: record.clone(), version });
+        Ok(version)
+    }
+
+    async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
+        check_id(id)?;
+        let mut delay = self.config.retry_delay;
+        for attempt in 0..=self.config.lock_retries {
+            if let Some(lease) = self.try_lock(id) {
+                return Ok(Some(lease));
+            }
+            if attempt < self.config.lock_retries {
+                tokio::time::sleep(delay).await;
+                delay = delay.mul_f64(self.config.backoff.max(1.0));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn unlock(&self, lease: &Lease) -> Result<bool, MemoryError> {
+        check_id(&lease.id)?;
+        let mut shard = lock_shard(self.shard(&lease.id));
+        let Some(slot) = shard.get_mut(&lease.id) else { return Ok(false) };
+        match slot.lease {
+            Some((token, expires)) if token == lease.token => {
+                slot.lease = None;
+                if slot.record.is_none() {
+                    // Nothing stored (an unknown or already removed workflow): forget the slot, so
+                    // memory does not grow with events for workflows that are gone.
+                    shard.remove(&lease.id);
+                }
+                Ok(expires > SystemTime::now())
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn cleanup(&self, id: &str) -> Result<(), MemoryError> {
+        check_id(id)?;
+        match self.config.retention {
+            Retention::Keep => {}
+            Retention::Remove => self.remove_unleased(id),
+            Retention::RemoveAfter(after) => {
+                let mut finished = self.finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                finished.push_back((SystemTime::now() + after, id.to_owned()));
+            }
+        }
+        self.sweep();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fast(ttl: Duration, retention: Retention) -> InMemory<String> {
+        InMemory::new(InMemoryConfig {
+            lease_ttl: ttl,
+            lock_retries: 2,
+            retry_delay: Duration::from_millis(5),
+            backoff: 1.5,
+            retention,
+        })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn passes_the_conformance_suite_with_every_retention() {
+        for retention in [Retention::Keep, Retention::Remove, Retention::RemoveAfter(Duration::from_millis(10))] {
+            crate::memory::testing::conformance(|ttl| fast(ttl, retention)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn finished_workflows_do_not_accumulate() {
+        let m = fast(Duration::from_secs(60), Retention::Remove);
+        for i in 0..1000 {
+            let id = format!("wf-{i}");
+            let lease = m.lock(&id).await.unwrap().unwrap();
+            m.write(&id, &"done".into(), None, Some(&lease), &WriteMeta::new(&id, "s")).await.unwrap();
+            m.cleanup(&id).await.unwrap();
+            m.unlock(&lease).await.unwrap();
+        }
+        assert!(m.is_empty(), "{} entries left", m.len());
+        // An event for an unknown workflow leaves nothing behind either.
+        let lease = m.lock("ghost").await.unwrap().unwrap();
+        assert!(m.read("ghost").await.unwrap().is_none());
+        m.unlock(&lease).await.unwrap();
+        assert!(m.is_empty());
+    }
+
+    #[tokio::test]
+    async fn retention_keep_and_remove_after() {
+        let keep = fast(Duration::from_secs(60), Retention::Keep);
+        keep.write("a", &"x".into(), None, None, &WriteMeta::new("a", "s")).await.unwrap();
+        keep.cleanup("a").await.unwrap();
+        assert!(keep.read("a").await.unwrap().is_some(), "Keep keeps the record");
+
+        let later = fast(Duration::from_secs(60), Retention::RemoveAfter(Duration::from_millis(30)));
+        later.write("a", &"x".into(), None, None, &WriteMeta::new("a", "s")).await.unwrap();
+        later.cleanup("a").await.unwrap();
+        assert!(later.read("a").await.unwrap().is_some(), "kept until the delay has passed");
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        later.cleanup("other").await.unwrap(); // any later cleanup sweeps due removals
+        assert!(later.read("a").await.unwrap().is_none(), "removed after the delay");
+    }
+
+    #[tokio::test]
+    async fn denied_after_bounded_retries() {
+        let m = fast(Duration::from_secs(60), Retention::Remove);
+        let held = m.lock("x").await.unwrap().unwrap();
+        let started = std::time::Instant::now();
+        assert!(m.lock("x").await.unwrap().is_none());
+        // 2 retries of 5 ms and 7.5 ms: bounded, not a hang.
+        assert!(started.elapsed() < Duration::from_secs(2));
+        m.unlock(&held).await.unwrap();
+    }
+}
