@@ -1,13 +1,17 @@
 //! Procedural macros of the `orchestrator` crate; use them through `orchestrator::contract!`,
-//! `orchestrator::simple_contract!` and `orchestrator::orchestrator_contract!`.
+//! `orchestrator::simple_contract!`, `orchestrator::orchestrator_contract!` and
+//! `orchestrator::machine!`.
 //!
-//! Each macro goes parse (`contract::ast`) → check (`contract::valid`) → generate
-//! (`contract::expand`). Every mistake is reported, each spanned on the offending token, in one
+//! Each macro goes parse (`contract::ast`, `machine::ast`) → check (`contract::valid`;
+//! `machine::valid`, then `machine::chart`, which builds the statechart with
+//! `orchestrator_chart::ChartBuilder`, the same code the runtime uses) → generate
+//! (`contract::expand`, `machine::expand`). Every mistake is reported, each spanned on the offending token, in one
 //! compile; when there are mistakes a fallback expansion still declares the types so that one
 //! mistake gives one error.
 
 mod contract;
 mod ctxt;
+mod machine;
 
 use proc_macro::TokenStream;
 
@@ -53,4 +57,50 @@ pub fn simple_contract(input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn orchestrator_contract(input: TokenStream) -> TokenStream {
     contract::run(input.into(), contract::Flavor::Orchestrator).into()
+}
+
+/// Declares a statechart workflow, checked at compile time against typed event contracts.
+///
+/// See the `orchestrator::machine` module for the full syntax and examples.
+///
+/// ```ignore
+/// orchestrator::machine! {
+///     /// Averages numbers with the add and divide services.
+///     pub machine Average {
+///         version: "1.0.0",                     // optional: must be the self contract's version
+///         contract: AverageV1,                  // the self contract (an orchestrator contract)
+///         services: { add: AddV1, divide: DivideV1 },
+///         context: AverageContext,              // optional, default `()`
+///         init: init_context,                   // fn(&Init) -> Context (optional if Context: Default)
+///         output: make_output,                  // fn(&Context) -> Complete
+///         initial: adding,                      // optional: default = first child
+///         states: {
+///             adding: {
+///                 entry: [request_add],
+///                 on: {
+///                     add::Sum => { target: dividing, guard: sum_ok, actions: [store_sum] },
+///                     add::error => failed,
+///                     "retry" => adding,
+///                 },
+///             },
+///             dividing: { on: { divide::Quotient => done }, after: { 5000 => failed } },
+///             done: { type: final },
+///             failed: { type: final },
+///         },
+///     }
+/// }
+/// ```
+///
+/// Generates `struct Average` (implementing `orchestrator::machine::Machine`), the typed events
+/// `AverageEvent`, the typed configuration `AverageState` (with one type per compound or parallel
+/// state) and the outbox `AverageOutbox<'_>` actions emit service requests through.
+///
+/// Every mistake is reported in one compile, spanned on the offending token: unknown targets,
+/// initial states, services and keys; duplicate states and services; unreachable states; final
+/// states with children; history states outside a compound state; event payloads no service
+/// emits; guards, actions, `init` and `output` of the wrong type; a `version` that is not the
+/// self contract's.
+#[proc_macro]
+pub fn machine(input: TokenStream) -> TokenStream {
+    machine::run(input.into()).into()
 }

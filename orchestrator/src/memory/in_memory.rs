@@ -206,7 +206,8 @@ impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
         let mut shard = lock_shard(self.shard(id));
         let slot = shard.entry(id.to_owned()).or_default();
         if let Some(lease) = lease {
-            let current = matches!(slot.lease, Some((token, expires)) if token == lease.token && expires > now);
+            let current =
+                matches!(slot.lease, Some((token, expires)) if token == lease.token && expires > now);
             if !current || lease.id != id {
                 return Err(MemoryError::StaleLease { id: id.to_owned(), token: lease.token });
             }
@@ -284,7 +285,9 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn passes_the_conformance_suite_with_every_retention() {
-        for retention in [Retention::Keep, Retention::Remove, Retention::RemoveAfter(Duration::from_millis(10))] {
+        for retention in
+            [Retention::Keep, Retention::Remove, Retention::RemoveAfter(Duration::from_millis(10))]
+        {
             crate::memory::testing::conformance(|ttl| fast(ttl, retention)).await;
         }
     }

@@ -58,7 +58,11 @@ async fn write_creates_then_compare_and_swaps<M: Memory<String>>(m: &M) {
     }
     let v2 = m.write(id, &"b".into(), Some(1), None, &meta(id)).await.expect("write with current version");
     assert_eq!(v2, 2, "each write increments the version");
-    assert_eq!(m.read(id).await.expect("read").expect("exists").record, "b", "a failed write changes nothing");
+    assert_eq!(
+        m.read(id).await.expect("read").expect("exists").record,
+        "b",
+        "a failed write changes nothing"
+    );
 }
 
 async fn empty_id_is_rejected<M: Memory<String>>(m: &M) {
@@ -100,7 +104,10 @@ async fn expired_lease_is_fenced<M: Memory<String>>(m: &M) {
     }
     m.write("ttl", &"ok".into(), None, Some(&new), &meta("ttl")).await.expect("the current lease may write");
     assert!(!m.unlock(&old).await.expect("tolerant release"), "releasing a superseded lease reports false");
-    assert!(m.lock("ttl").await.expect("lock").is_none(), "releasing a superseded lease must not free the lock");
+    assert!(
+        m.lock("ttl").await.expect("lock").is_none(),
+        "releasing a superseded lease must not free the lock"
+    );
     assert!(m.unlock(&new).await.expect("unlock"));
 }
 

@@ -1,0 +1,316 @@
+//! [`MachineInstance`]: one running workflow of a [`Machine`].
+
+use std::fmt;
+
+use orchestrator_chart::{
+    ActionId, Chart, EventKind, EventRef, GuardId, Host, Interpreter, MachineState, RunError, StateCodecError,
+};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::outbox::{Outbox, ServiceRequest};
+use super::traits::{Machine, MachineEvent};
+use crate::contract::ContractVersion;
+use crate::event::Event;
+use crate::violation::Violation;
+
+/// Why a step of a machine failed. A failed step changes nothing: the instance is as it was
+/// before the call.
+#[derive(Debug, thiserror::Error)]
+pub enum MachineError {
+    /// An incoming event broke its contract, or a request emitted by an action broke the
+    /// service's contract.
+    #[error(transparent)]
+    Violation(#[from] Violation),
+    /// The chart could not run to completion (an eventless or self-sending cycle).
+    #[error("machine step failed: {0}")]
+    Run(#[from] RunError),
+    /// A saved machine state does not belong to this machine's chart.
+    #[error("cannot restore the machine state: {0}")]
+    State(#[from] StateCodecError),
+    /// A snapshot could not be encoded or decoded.
+    #[error("invalid machine snapshot: {0}")]
+    Snapshot(String),
+}
+
+/// What is persisted between two steps of a workflow: the compact chart state (configuration,
+/// history, pending timers, clock), the context and the subject. Never the machine definition,
+/// which is code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot<C> {
+    /// The workflow's subject, if known.
+    pub subject: Option<String>,
+    /// The context.
+    pub context: C,
+    /// The chart state.
+    pub state: MachineState,
+}
+
+impl<C: Serialize> Snapshot<C> {
+    /// The snapshot as JSON bytes.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, MachineError> {
+        serde_json::to_vec(self).map_err(|e| MachineError::Snapshot(e.to_string()))
+    }
+}
+
+impl<C: DeserializeOwned> Snapshot<C> {
+    /// Reads [`Snapshot::to_bytes`] output. The chart state is checked against the chart by
+    /// [`MachineInstance::restore`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, MachineError> {
+        serde_json::from_slice(bytes).map_err(|e| MachineError::Snapshot(e.to_string()))
+    }
+}
+
+/// Marks the payload of the typed event being processed, so that the host can tell it from
+/// events the chart made (raised, sent, done, timers), which carry no payload.
+static TYPED: Value = Value::Null;
+
+/// Hands the chart's guard and action calls to the machine's functions with the typed event.
+struct MachineHost<M: Machine> {
+    /// The typed event of the current call (the init event while starting).
+    current: Option<M::Event>,
+    /// The last event known only by name, reused while its name does not change.
+    named: Option<M::Event>,
+    outbox: Outbox,
+}
+
+impl<M: Machine> MachineHost<M> {
+    fn new(subject: Option<String>) -> Self {
+        Self { current: None, named: None, outbox: Outbox { subject, ..Outbox::default() } }
+    }
+}
+
+fn resolve<'a, M: Machine>(
+    current: &'a Option<M::Event>,
+    named: &'a mut Option<M::Event>,
+    event: &EventRef<'_>,
+) -> &'a M::Event {
+    let typed = event.kind == EventKind::Init || event.data.is_some_and(|data| std::ptr::eq(data, &TYPED));
+    if typed && let Some(current) = current {
+        return current;
+    }
+    if named.as_ref().is_some_and(|e| e.name() != event.name) {
+        *named = None;
+    }
+    named.get_or_insert_with(|| M::Event::named(event.name))
+}
+
+impl<M: Machine> Host for MachineHost<M> {
+    type Context = M::Context;
+
+    fn guard(&mut self, guard: GuardId, context: &M::Context, event: &EventRef<'_>) -> bool {
+        M::guard(guard, context, resolve::<M>(&self.current, &mut self.named, event))
+    }
+
+    fn action(&mut self, action: ActionId, context: &mut M::Context, event: &EventRef<'_>) {
+        let Self { current, named, outbox } = self;
+        M::action(action, context, resolve::<M>(current, named, event), outbox);
+    }
+}
+
+/// One running workflow of machine `M`: the chart state and the context.
+///
+/// Every step (start, [`send`](Self::send), [`send_wire`](Self::send_wire),
+/// [`advance`](Self::advance)) runs to completion and returns the service requests the actions
+/// emitted. A step that fails (a request breaking its service's contract, a runaway cycle)
+/// leaves the instance unchanged.
+pub struct MachineInstance<M: Machine> {
+    interp: Interpreter<MachineHost<M>, &'static Chart>,
+    step_limit: Option<u32>,
+}
+
+impl<M: Machine> fmt::Debug for MachineInstance<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MachineInstance")
+            .field("machine", &M::NAME)
+            .field("state", &self.state())
+            .field("done", &self.is_done())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M: Machine> MachineInstance<M> {
+    /// Starts a root workflow from its init payload: the context is `init(&input)`, the initial
+    /// configuration is entered and the first macrostep runs. Returns the instance and the
+    /// requests emitted while starting.
+    pub fn start(input: M::Input) -> Result<(Self, Vec<ServiceRequest>), MachineError> {
+        Self::start_inner(input, None)
+    }
+
+    /// [`start`](Self::start) for the workflow with this subject (the parent subject of the
+    /// child orchestrations it starts).
+    pub fn start_with_subject(
+        input: M::Input,
+        subject: impl Into<String>,
+    ) -> Result<(Self, Vec<ServiceRequest>), MachineError> {
+        Self::start_inner(input, Some(subject.into()))
+    }
+
+    /// Starts from a wire init event: validated against the self contract, subject taken from
+    /// the event.
+    pub fn start_wire(event: &Event) -> Result<(Self, Vec<ServiceRequest>), MachineError> {
+        let init = <M::Contract as ContractVersion>::parse_accepts(event)?;
+        Self::start_inner(init.data, Some(event.subject().to_owned()))
+    }
+
+    fn start_inner(
+        input: M::Input,
+        subject: Option<String>,
+    ) -> Result<(Self, Vec<ServiceRequest>), MachineError> {
+        let context = M::init(&input);
+        let mut host = MachineHost::new(subject);
+        host.current = Some(M::init_event(input));
+        let mut me = Self { interp: Interpreter::new(M::chart(), host, context), step_limit: None };
+        let result = me.interp.start();
+        let requests = me.take_outbox(result)?;
+        Ok((me, requests))
+    }
+
+    /// Resumes a workflow from a [`Snapshot`] (its chart state is checked against the chart).
+    pub fn restore(snapshot: Snapshot<M::Context>) -> Result<Self, MachineError> {
+        let Snapshot { subject, context, state } = snapshot;
+        let interp = Interpreter::restore(M::chart(), MachineHost::new(subject), context, state)?;
+        Ok(Self { interp, step_limit: None })
+    }
+
+    /// Sends a typed event and runs to completion.
+    pub fn send(&mut self, event: M::Event) -> Result<Vec<ServiceRequest>, MachineError> {
+        let backup = self.backup();
+        let name = event.name().to_owned();
+        self.interp.host_mut().current = Some(event);
+        let result =
+            self.interp.send_event(EventRef { name: &name, data: Some(&TYPED), kind: EventKind::External });
+        self.settle(result, backup)
+    }
+
+    /// Sends an event known only by its name (an `Internal` event), as
+    /// `send(<Name>Event::Internal(name))`.
+    pub fn send_named(&mut self, name: &str) -> Result<Vec<ServiceRequest>, MachineError> {
+        self.send(M::Event::named(name))
+    }
+
+    /// Decodes a wire event (validating it against its contract: a bad payload is a contract
+    /// [`Violation`]) and sends it.
+    pub fn send_wire(&mut self, event: &Event) -> Result<Vec<ServiceRequest>, MachineError> {
+        let typed = M::decode(event)?;
+        self.send(typed)
+    }
+
+    /// Moves the clock `ms` forward, delivering due `after` timers and delayed sends.
+    pub fn advance(&mut self, ms: u64) -> Result<Vec<ServiceRequest>, MachineError> {
+        let backup = self.backup();
+        let result = self.interp.advance(ms);
+        self.settle(result, backup)
+    }
+
+    /// The typed active configuration.
+    pub fn state(&self) -> M::State {
+        match M::state_of(self.interp.state().active()) {
+            Some(state) => state,
+            None => unreachable!("a started machine is always in a legal configuration"),
+        }
+    }
+
+    /// Paths of the active atomic states, in document order.
+    pub fn active_paths(&self) -> Vec<&str> {
+        self.interp.active_atomic_paths()
+    }
+
+    /// Whether the state at this absolute path is active.
+    pub fn is_in(&self, path: &str) -> bool {
+        self.interp.is_in(path)
+    }
+
+    /// The context.
+    pub fn context(&self) -> &M::Context {
+        self.interp.context()
+    }
+
+    /// Whether a top-level final state was reached.
+    pub fn is_done(&self) -> bool {
+        self.interp.is_done()
+    }
+
+    /// The completion payload, once done.
+    pub fn output(&self) -> Option<M::Output> {
+        self.is_done().then(|| M::output(self.interp.context()))
+    }
+
+    /// The workflow's subject, if known.
+    pub fn subject(&self) -> Option<&str> {
+        self.interp.host().outbox.subject()
+    }
+
+    /// The clock (ms).
+    pub fn now_ms(&self) -> u64 {
+        self.interp.now_ms()
+    }
+
+    /// When the next timer is due.
+    pub fn next_due(&self) -> Option<u64> {
+        self.interp.next_due()
+    }
+
+    /// The chart state.
+    pub fn machine_state(&self) -> &MachineState {
+        self.interp.state()
+    }
+
+    /// The chart.
+    pub fn chart(&self) -> &'static Chart {
+        M::chart()
+    }
+
+    /// Sets the most microsteps one step may take (see [`Interpreter::set_step_limit`]).
+    pub fn set_step_limit(&mut self, limit: u32) {
+        self.step_limit = Some(limit);
+        self.interp.set_step_limit(limit);
+    }
+
+    /// What to persist: chart state, context and subject.
+    pub fn snapshot(&self) -> Snapshot<M::Context> {
+        Snapshot {
+            subject: self.subject().map(str::to_owned),
+            context: self.interp.context().clone(),
+            state: self.interp.snapshot(),
+        }
+    }
+
+    fn backup(&self) -> (MachineState, M::Context) {
+        (self.interp.snapshot(), self.interp.context().clone())
+    }
+
+    /// Collects the step's requests; on failure, restores `backup`.
+    fn settle(
+        &mut self,
+        result: Result<(), RunError>,
+        backup: (MachineState, M::Context),
+    ) -> Result<Vec<ServiceRequest>, MachineError> {
+        self.interp.host_mut().current = None;
+        match self.take_outbox(result) {
+            Ok(requests) => Ok(requests),
+            Err(error) => {
+                let (state, context) = backup;
+                let subject = self.subject().map(str::to_owned);
+                let mut interp = Interpreter::restore(M::chart(), MachineHost::new(subject), context, state)?;
+                if let Some(limit) = self.step_limit {
+                    interp.set_step_limit(limit);
+                }
+                self.interp = interp;
+                Err(error)
+            }
+        }
+    }
+
+    fn take_outbox(&mut self, result: Result<(), RunError>) -> Result<Vec<ServiceRequest>, MachineError> {
+        let outbox = &mut self.interp.host_mut().outbox;
+        let requests = std::mem::take(&mut outbox.requests);
+        let errors = std::mem::take(&mut outbox.errors);
+        result?;
+        match errors.into_iter().next() {
+            Some(violation) => Err(MachineError::Violation(violation)),
+            None => Ok(requests),
+        }
+    }
+}

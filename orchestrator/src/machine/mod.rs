@@ -1,0 +1,568 @@
+//! Statecharts declared in Rust with [`machine!`](crate::machine!), checked at compile time
+//! against typed event contracts.
+//!
+//! A machine is an Arvo orchestrator: it starts from the init event of its *self contract* (an
+//! [`orchestrator_contract!`](crate::orchestrator_contract!)), calls *services* (contracts it
+//! sends requests to and whose events it reacts to), and completes with the self contract's
+//! completion payload. The statechart is compiled into typed Rust:
+//!
+//! * `struct <Name>` implementing [`Machine`]: the chart (built once per machine type, with the
+//!   same [`ChartBuilder`](chart::ChartBuilder) the macro used to check it), the contracts, the
+//!   user's guards and actions;
+//! * `enum <Name>Event`: `Init(<init payload>)`, one variant per `service::Payload` the machine
+//!   reacts to (`AddSum(Sum)`), one system-error variant per service (`AddError(SystemErrorPayload)`),
+//!   and `Internal(Arc<str>)` for events known by name (raised, sent, `done.state.*`, `after`);
+//! * `<Name>State`: the active configuration, an enum of the active child with one nested type per
+//!   compound state and a struct of regions per parallel state
+//!   (`AverageState::Busy(AverageBusy { left: AverageBusyLeft::A, right: AverageBusyRight::C })`);
+//! * `<Name>Outbox<'_>`: what actions emit service requests through, one method per service.
+//!
+//! A mistake is a compile error on the offending token, and every mistake of a declaration is
+//! reported in the same compile (see [below](#what-is-checked-at-compile-time)).
+//!
+//! [`MachineInstance`] runs a machine: start it from the init payload, send typed or wire events,
+//! move its clock, read its typed state, and persist a [`Snapshot`] (chart state and context,
+//! never the machine definition).
+//!
+//! # Syntax
+//!
+//! ```text
+//! #[attrs] VIS machine Name {
+//!     version: "1.0.0",              // optional: must equal the self contract's version
+//!     contract: SelfV1,              // the self contract version (an orchestrator contract)
+//!     services: { add: AddV1, … },   // optional: service name → contract version
+//!     context: Ctx,                  // optional (default `()`): Serialize + DeserializeOwned + Clone + Send
+//!     init: init_fn,                 // fn(&Init) -> Ctx; optional when Ctx: Default
+//!     output: output_fn,             // fn(&Ctx) -> Complete
+//!     type: parallel,                // optional: the machine itself is a parallel state
+//!     initial: child,                // optional: default = the first child
+//!     entry: [...], exit: [...], on: {...}, always: [...], after: {...},   // as on any state
+//!     states: { key: { STATE }, … },
+//! }
+//!
+//! STATE keys (all optional):
+//!     type: compound | atomic | parallel | final | history
+//!     states: { key: { STATE }, … }  // child states: the state is compound (or parallel)
+//!     initial: child | a.b.c | [a.b.c, x.y]   // a child key, or absolute paths (deep / multi-region)
+//!     entry: ACTIONS, exit: ACTIONS
+//!     on: { TRIGGER => TRANSITIONS, … }        // a trigger may repeat: candidates in document order
+//!     on_done: TRANSITIONS                     // done.state.<this state> (compound / parallel)
+//!     always: TRANSITIONS                      // eventless
+//!     after: { ms => TRANSITIONS, … }          // timers started on entry, cancelled on exit
+//!     history: shallow | deep, target: PATHS, actions: ACTIONS   // history states only (default)
+//!
+//! TRIGGER:      service::Payload | service::<path::Payload> | service::error | "name" | "prefix.*" | "*"
+//! TRANSITIONS:  TRANSITION | [TRANSITION, …]
+//! TRANSITION:   a.b.c | { target: PATHS, guard: GUARD, actions: ACTIONS, reenter: true }
+//! PATHS:        a.b.c | [a.b.c, x.y]   // absolute paths from the machine root
+//! GUARD:        fn_path | |ctx, event| … | in(a.b.c) | not_in(a.b.c)
+//! ACTIONS:      ACTION | [ACTION, …]
+//! ACTION:       fn_path | |ctx, event, out| … | raise("name") | send("name")
+//!               | send("name", delay = 1000, id = "t1") | cancel("t1")
+//! ```
+//!
+//! Guards are `fn(&Ctx, &<Name>Event) -> bool` and actions
+//! `fn(&mut Ctx, &<Name>Event, &mut <Name>Outbox<'_>)`: functions, or closures that capture
+//! nothing. `raise`, `send`, `cancel`, `in` and `not_in` are built in (a function of one of those
+//! names cannot be used as an action or guard directly; wrap it in a closure). The outbox methods
+//! `request` and `subject` cannot be service names.
+//!
+//! The macro declares the types `<Name>`, `<Name>Event`, `<Name>State`, `<Name>Outbox` and one
+//! `<Name><Path>` per compound or parallel state and parallel region (`AverageBusyLeft` for
+//! `busy.left`), with the machine's visibility: give the machine a name no other type in scope
+//! has (the contract of `Average` is best called `AverageContract`, or the machine `AverageFlow`).
+//!
+//! The semantics are those of [`orchestrator_chart`] (SCXML, with the XState choices its
+//! documentation lists): transitions of a state are tried in document order (`on_done` first,
+//! then `on`, `always`, `after`), a transition of an ancestor applies when no descendant's does,
+//! `reenter: false` (the default) does not exit a compound source whose descendants are targeted.
+//!
+//! # States and transitions
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! orchestrator::machine! {
+//!     /// A door.
+//!     pub machine Door {
+//!         contract: FlowV1,
+//!         output: |_| Done {},
+//!         states: {
+//!             closed: { on: { "open" => opened, "lock" => locked } },
+//!             opened: { on: { "close" => closed } },
+//!             locked: { on: { "unlock" => closed } },
+//!         },
+//!     }
+//! }
+//!
+//! let (mut door, _) = MachineInstance::<Door>::start(Start {})?;
+//! assert_eq!(door.state(), DoorState::Closed);
+//! door.send_named("open")?;
+//! assert_eq!(door.state(), DoorState::Opened);
+//! door.send_named("lock")?; // no transition for it in `opened`: ignored
+//! assert_eq!(door.state(), DoorState::Opened);
+//! assert_eq!(door.active_paths(), ["opened"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Guards
+//!
+//! Candidates for one trigger are tried in document order; the first whose guard holds is taken.
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! #[derive(Debug, Clone, Serialize, Deserialize)]
+//! pub struct Tries { pub left: u32 }
+//!
+//! fn has_tries(tries: &Tries, _: &LoginEvent) -> bool {
+//!     tries.left > 0
+//! }
+//!
+//! orchestrator::machine! {
+//!     pub machine Login {
+//!         contract: FlowV1,
+//!         context: Tries,
+//!         init: |_| Tries { left: 2 },
+//!         output: |_| Done {},
+//!         states: {
+//!             asking: {
+//!                 on: {
+//!                     "wrong" => [
+//!                         { guard: has_tries, actions: [|t, _, _| t.left -= 1] },
+//!                         blocked,
+//!                     ],
+//!                     "right" => { target: welcome, guard: |t, _| t.left > 0 },
+//!                 },
+//!             },
+//!             blocked: { type: final },
+//!             welcome: { type: final },
+//!         },
+//!     }
+//! }
+//!
+//! let (mut login, _) = MachineInstance::<Login>::start(Start {})?;
+//! login.send_named("wrong")?;
+//! login.send_named("wrong")?;
+//! assert_eq!(login.state(), LoginState::Asking);
+//! login.send_named("wrong")?;
+//! assert_eq!(login.state(), LoginState::Blocked);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Actions and context
+//!
+//! The context is created by `init` from the init payload; actions update it. Entry and exit
+//! actions run when a state is entered or exited, transition actions between the two. Actions see
+//! the typed event being processed (during start, `Init`).
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+//! pub struct Log { pub lines: Vec<String> }
+//!
+//! fn note(log: &mut Log, event: &CounterEvent, _: &mut CounterOutbox<'_>) {
+//!     let line = match event {
+//!         CounterEvent::Init(_) => "started".to_owned(),
+//!         CounterEvent::Internal(name) => format!("got {name}"),
+//!     };
+//!     log.lines.push(line);
+//! }
+//!
+//! orchestrator::machine! {
+//!     pub machine Counter {
+//!         contract: FlowV1,
+//!         context: Log, // `init` may be left out: `Log::default()`
+//!         output: |_| Done {},
+//!         states: {
+//!             idle: { entry: [note], on: { "go" => { target: busy, actions: [note] } } },
+//!             busy: { exit: [|log, _, _| log.lines.push("left busy".into())], on: { "stop" => idle } },
+//!         },
+//!     }
+//! }
+//!
+//! let (mut m, _) = MachineInstance::<Counter>::start(Start {})?;
+//! m.send_named("go")?;
+//! m.send_named("stop")?;
+//! assert_eq!(m.context().lines, ["started", "got go", "left busy", "got stop"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Calling services
+//!
+//! `services` names the contracts the machine calls. A trigger `add::Sum` reacts to the event
+//! type `AddV1` emits with payload `Sum` (a payload it does not emit does not compile);
+//! `add::error` to its `sys.<type>.error`. Actions emit requests through the typed outbox:
+//! `out.add(payload)` takes exactly what `AddV1` accepts (for a service that is an orchestrator
+//! contract: its init payload, sent as a child workflow whose `parentSubject$$` is this workflow's
+//! subject). Each step returns the [`ServiceRequest`]s it emitted, already checked against the
+//! service's schema; [`ServiceRequest::to_event`] makes the event. Wire events are decoded and
+//! validated against the contract that declares them ([`MachineInstance::send_wire`]).
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Operands { pub a: f64, pub b: f64 }
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Sum { pub sum: f64 }
+//! # orchestrator::simple_contract! {
+//! #     pub contract Add { uri: "#/calc/add", type: "calc.add",
+//! #         versions: { AddV1 = "1.0.0" { accepts: Operands, emits: Sum } } }
+//! # }
+//! fn ask(_: &mut f64, _: &AdderEvent, out: &mut AdderOutbox<'_>) {
+//!     out.add(Operands { a: 1.0, b: 2.0 });
+//! }
+//!
+//! fn store(total: &mut f64, event: &AdderEvent, _: &mut AdderOutbox<'_>) {
+//!     if let AdderEvent::AddSum(sum) = event {
+//!         *total = sum.sum;
+//!     }
+//! }
+//!
+//! orchestrator::machine! {
+//!     pub machine Adder {
+//!         contract: FlowV1,
+//!         services: { add: AddV1 },
+//!         context: f64,
+//!         output: |_| Done {},
+//!         states: {
+//!             asking: {
+//!                 entry: [ask],
+//!                 on: { add::Sum => { target: done, actions: [store] }, add::error => failed },
+//!             },
+//!             done: { type: final },
+//!             failed: { type: final },
+//!         },
+//!     }
+//! }
+//!
+//! let (mut m, requests) = MachineInstance::<Adder>::start(Start {})?;
+//! assert_eq!(requests[0].event_type, "com.calc.add");
+//! assert_eq!(requests[0].data, serde_json::json!({"a": 1.0, "b": 2.0}));
+//!
+//! let reply = EventFactory::<AddV1>::new()
+//!     .emits(Sum { sum: 3.0 }, Event::builder().source("com.calc.add").subject("s"))?;
+//! m.send_wire(&reply)?;
+//! assert_eq!(*m.context(), 3.0);
+//! assert_eq!(m.state(), AdderState::Done);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Nested states
+//!
+//! A state with `states` is compound: it is in exactly one child, `initial` (default: the first).
+//! Targets are absolute paths from the machine root. Transitions of a parent apply in all of its
+//! children (unless a child's own transition for the event is taken).
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! orchestrator::machine! {
+//!     pub machine Player {
+//!         contract: FlowV1,
+//!         output: |_| Done {},
+//!         states: {
+//!             on: {
+//!                 initial: paused,
+//!                 states: {
+//!                     playing: { on: { "pause" => on.paused } },
+//!                     paused: { on: { "play" => on.playing } },
+//!                 },
+//!                 on: { "power" => off },
+//!             },
+//!             off: { on: { "power" => on } },
+//!         },
+//!     }
+//! }
+//!
+//! let (mut m, _) = MachineInstance::<Player>::start(Start {})?;
+//! assert_eq!(m.state(), PlayerState::On(PlayerOn::Paused));
+//! m.send_named("play")?;
+//! assert_eq!(m.state(), PlayerState::On(PlayerOn::Playing));
+//! m.send_named("power")?; // the parent's transition
+//! assert_eq!(m.state(), PlayerState::Off);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Parallel states
+//!
+//! All regions of a parallel state are active together; its typed state is a struct with one
+//! field per region. When every region has reached a final state, `done.state.<path>` is raised:
+//! `on_done` reacts to it.
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! orchestrator::machine! {
+//!     pub machine Upload {
+//!         contract: FlowV1,
+//!         output: |_| Done {},
+//!         states: {
+//!             busy: {
+//!                 type: parallel,
+//!                 states: {
+//!                     file: { states: { sending: { on: { "sent" => busy.file.ok } }, ok: { type: final } } },
+//!                     meta: { states: { sending: { on: { "saved" => busy.meta.ok } }, ok: { type: final } } },
+//!                 },
+//!                 on_done: finished,
+//!             },
+//!             finished: { type: final },
+//!         },
+//!     }
+//! }
+//!
+//! let (mut m, _) = MachineInstance::<Upload>::start(Start {})?;
+//! m.send_named("sent")?;
+//! assert_eq!(
+//!     m.state(),
+//!     UploadState::Busy(UploadBusy { file: UploadBusyFile::Ok, meta: UploadBusyMeta::Sending })
+//! );
+//! m.send_named("saved")?;
+//! assert_eq!(m.state(), UploadState::Finished);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # History
+//!
+//! A history state (`type: history`, inside a compound or parallel state) remembers, when its
+//! parent is exited, the active children (`history: shallow`, the default) or the active atomic
+//! descendants (`history: deep`). Targeting it re-enters them, or its default `target` (else the
+//! parent's initial state) when nothing is stored yet.
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! orchestrator::machine! {
+//!     pub machine Editor {
+//!         contract: FlowV1,
+//!         output: |_| Done {},
+//!         states: {
+//!             editing: {
+//!                 states: {
+//!                     text: { on: { "tab" => editing.table.cell } },
+//!                     table: { states: { row: {}, cell: {} } },
+//!                     last: { type: history, history: deep, target: editing.text },
+//!                 },
+//!                 on: { "help" => help },
+//!             },
+//!             help: { on: { "back" => editing.last } },
+//!         },
+//!     }
+//! }
+//!
+//! let (mut m, _) = MachineInstance::<Editor>::start(Start {})?;
+//! m.send_named("tab")?;
+//! m.send_named("help")?;
+//! assert_eq!(m.state(), EditorState::Help);
+//! m.send_named("back")?;
+//! assert_eq!(m.state(), EditorState::Editing(EditorEditing::Table(EditorEditingTable::Cell)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Eventless transitions
+//!
+//! `always` transitions are taken as soon as their guard holds, before any other event.
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! orchestrator::machine! {
+//!     pub machine Tank {
+//!         contract: FlowV1,
+//!         context: u32,
+//!         output: |_| Done {},
+//!         states: {
+//!             filling: {
+//!                 on: { "drop" => { actions: [|level, _, _| *level += 1] } },
+//!                 always: { target: full, guard: |level, _| *level >= 2 },
+//!             },
+//!             full: { type: final },
+//!         },
+//!     }
+//! }
+//!
+//! let (mut m, _) = MachineInstance::<Tank>::start(Start {})?;
+//! m.send_named("drop")?;
+//! m.send_named("drop")?;
+//! assert_eq!(m.state(), TankState::Full);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Timers
+//!
+//! The caller owns the clock: [`MachineInstance::advance`] delivers due timers. `after: { ms => … }`
+//! timers start when their state is entered and are cancelled when it is exited; `send("e",
+//! delay = ms, id = "t")` schedules an event that only `cancel("t")` stops. Pending timers are part
+//! of the persisted state.
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! # use orchestrator::machine::Snapshot;
+//! orchestrator::machine! {
+//!     pub machine Session {
+//!         contract: FlowV1,
+//!         output: |_| Done {},
+//!         states: {
+//!             active: {
+//!                 entry: [send("warn", delay = 800, id = "w")],
+//!                 exit: [cancel("w")],
+//!                 after: { 1000 => expired },
+//!                 on: { "warn" => { actions: [raise("warned")] }, "touch" => { target: active, reenter: true } },
+//!             },
+//!             expired: { type: final },
+//!         },
+//!     }
+//! }
+//!
+//! let (mut m, _) = MachineInstance::<Session>::start(Start {})?;
+//! m.advance(900)?;
+//! m.send_named("touch")?; // re-entered: the timers start over
+//! assert_eq!(m.next_due(), Some(1700));
+//!
+//! let saved = m.snapshot().to_bytes()?; // what a store keeps: chart state and context
+//! let mut m = MachineInstance::<Session>::restore(Snapshot::from_bytes(&saved)?)?;
+//! m.advance(1000)?;
+//! assert_eq!(m.state(), SessionState::Expired);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Final states and output
+//!
+//! Reaching a final child of the machine completes it: [`MachineInstance::is_done`], and
+//! [`MachineInstance::output`] gives the self contract's completion payload, made by `output`
+//! from the context. Later events are ignored.
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done { pub total: u32 }
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! orchestrator::machine! {
+//!     pub machine Sum {
+//!         version: "1.0.0",
+//!         contract: FlowV1,
+//!         context: u32,
+//!         output: |total| Done { total: *total },
+//!         states: {
+//!             adding: { on: { "one" => { actions: [|t, _, _| *t += 1] }, "end" => done } },
+//!             done: { type: final },
+//!         },
+//!     }
+//! }
+//!
+//! let (mut m, _) = MachineInstance::<Sum>::start(Start {})?;
+//! m.send_named("one")?;
+//! assert_eq!(m.output(), None);
+//! m.send_named("end")?;
+//! assert!(m.is_done());
+//! assert_eq!(m.output(), Some(Done { total: 1 }));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What is checked at compile time
+//!
+//! Each mistake is one error, on the offending token, and all are reported in one compile:
+//!
+//! * by the macro: unknown and duplicate keys, unknown services and duplicate services, unknown
+//!   initial states, duplicate sibling states, final states with children, history states outside
+//!   a compound state, empty `states`, unreachable states, malformed event names and delays;
+//! * by the statechart builder the macro runs (the same one the runtime uses): unknown targets and
+//!   guard states, targets that cannot be active together, initial states outside their state,
+//!   compound states with nothing to start in, history defaults outside their parent;
+//! * by the compiler, on the user's token: a payload the service does not emit (`Emits`), guards,
+//!   actions, `init` and `output` of the wrong type, a request to an undeclared service or with the
+//!   wrong payload, a `version` that is not the self contract's, a self contract that is not an
+//!   orchestrator contract, two contracts with the same URI.
+//!
+//! ```compile_fail
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! orchestrator::machine! {
+//!     pub machine Door {
+//!         contract: FlowV1,
+//!         output: |_| Done {},
+//!         states: {
+//!             closed: { on: { "open" => opend } }, // error: unknown target `opend`; did you mean `opened`?
+//!             opened: {},
+//!         },
+//!     }
+//! }
+//! ```
+
+mod instance;
+mod outbox;
+mod traits;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use instance::{MachineError, MachineInstance, Snapshot};
+pub use orchestrator_chart as chart;
+pub use orchestrator_chart::{Chart, MachineState};
+pub use outbox::{AsIs, ChildInit, Outbox, ServiceInput, ServiceRequest};
+pub use traits::{Machine, MachineEvent, ServiceInfo, ServiceOf};

@@ -1,0 +1,129 @@
+//! Service requests emitted by actions.
+
+use serde_json::Value;
+
+use crate::contract::{ContractVersion, OrchestratorInit, OrchestratorVersion, VersionedContract};
+use crate::event::{Event, EventBuilder};
+use crate::factory::FactoryError;
+use crate::violation::Violation;
+
+/// A request to a service, emitted by an action through the machine's typed outbox. The runtime
+/// turns it into an event with [`ServiceRequest::to_event`].
+#[derive(Debug, Clone)]
+pub struct ServiceRequest {
+    /// The service's key in `services: { … }`.
+    pub service: &'static str,
+    /// The service contract version.
+    pub contract: &'static VersionedContract,
+    /// The event type: the service's accepted type.
+    pub event_type: &'static str,
+    /// `<service uri>/<version>`.
+    pub dataschema: &'static str,
+    /// The payload, already checked against the service's accepted schema. For a child
+    /// orchestration it includes `parentSubject$$`.
+    pub data: Value,
+}
+
+impl ServiceRequest {
+    /// For a child orchestration (a service that is an orchestrator contract): the parent subject
+    /// in the payload (`parentSubject$$`).
+    pub fn parent_subject(&self) -> Option<&str> {
+        self.data.get(crate::contract::orchestrator::PARENT_SUBJECT_KEY).and_then(Value::as_str)
+    }
+
+    /// The request as an event; `base` supplies the other fields (at least `source`).
+    pub fn to_event(&self, base: EventBuilder) -> Result<Event, FactoryError> {
+        self.contract.event_from_json(self.event_type, self.data.clone(), base)
+    }
+}
+
+/// What a service request may carry: the service's accepted payload, or, for a service that is
+/// an orchestrator contract, its `Init` payload (the parent subject is added).
+///
+/// `K` is [`AsIs`] or [`ChildInit`] and is inferred.
+#[diagnostic::on_unimplemented(
+    message = "service `{Self}` does not accept a request of type `{P}`",
+    label = "not the payload `{Self}` accepts",
+    note = "a request takes the service's accepted payload (its `Init` payload for an orchestrator contract)"
+)]
+pub trait ServiceInput<P, K>: ContractVersion {
+    /// The accepted payload for `payload`, in the workflow whose subject is `parent_subject`.
+    fn into_accepts(payload: P, parent_subject: Option<&str>) -> Self::Accepts;
+}
+
+/// [`ServiceInput`] marker: the accepted payload itself.
+#[derive(Debug)]
+pub enum AsIs {}
+
+/// [`ServiceInput`] marker: an orchestrator's `Init` payload, sent as a child orchestration.
+#[derive(Debug)]
+pub enum ChildInit {}
+
+impl<V: ContractVersion> ServiceInput<V::Accepts, AsIs> for V {
+    fn into_accepts(payload: V::Accepts, _: Option<&str>) -> V::Accepts {
+        payload
+    }
+}
+
+impl<V: OrchestratorVersion> ServiceInput<V::Init, ChildInit> for V {
+    fn into_accepts(payload: V::Init, parent_subject: Option<&str>) -> V::Accepts {
+        OrchestratorInit { parent_subject: parent_subject.map(str::to_owned), data: payload }
+    }
+}
+
+/// Collects the service requests of one step. Actions reach it through the machine's typed
+/// outbox (`<Name>Outbox`), whose methods only accept declared services and their payloads.
+#[derive(Debug, Default)]
+pub struct Outbox {
+    pub(crate) subject: Option<String>,
+    pub(crate) requests: Vec<ServiceRequest>,
+    pub(crate) errors: Vec<Violation>,
+}
+
+impl Outbox {
+    /// The subject of the running workflow, if known (parent subject of child orchestrations).
+    pub fn subject(&self) -> Option<&str> {
+        self.subject.as_deref()
+    }
+
+    /// The requests emitted so far in this step.
+    pub fn requests(&self) -> &[ServiceRequest] {
+        &self.requests
+    }
+
+    /// Emits a request to service `V` (named `service`). A payload that does not satisfy the
+    /// service's accepted schema makes the step fail with a contract [`Violation`].
+    pub fn push<V, P, K>(&mut self, service: &'static str, payload: P)
+    where
+        V: ServiceInput<P, K>,
+    {
+        let accepts = V::into_accepts(payload, self.subject.as_deref());
+        let contract = V::versioned();
+        let event_type = contract.accepts().event_type();
+        let data = match serde_json::to_value(&accepts) {
+            Ok(data) => data,
+            Err(e) => {
+                self.errors.push(Violation::contract(format!(
+                    "[Emittable Event Creation] Invalid event data: the request to service '{service}' \
+                     ({event_type}) cannot be serialized: {e}"
+                )));
+                return;
+            }
+        };
+        if let Err(errors) = contract.accepts().validate(&data) {
+            self.errors.push(Violation::contract(format!(
+                "[Emittable Event Creation] Invalid event data: the request to service '{service}' \
+                 does not match {}: {errors}",
+                contract.dataschema()
+            )));
+            return;
+        }
+        self.requests.push(ServiceRequest {
+            service,
+            contract,
+            event_type,
+            dataschema: contract.dataschema(),
+            data,
+        });
+    }
+}

@@ -1,0 +1,127 @@
+//! The traits a `machine!` declaration implements.
+
+use std::fmt::Debug;
+
+use orchestrator_chart::export::NameTable;
+use orchestrator_chart::{ActionId, Chart, GuardId, StateSet};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::outbox::Outbox;
+use crate::contract::{ContractVersion, OrchestratorVersion, Payload, VersionedContract};
+use crate::event::Event;
+use crate::violation::Violation;
+
+/// A service a machine declared: its key in `services: { … }` and its contract version.
+#[derive(Debug, Clone)]
+pub struct ServiceInfo {
+    /// The key (`add` in `services: { add: AddV1 }`), also the name of its outbox method.
+    pub name: &'static str,
+    /// The contract version.
+    pub contract: &'static VersionedContract,
+}
+
+impl ServiceInfo {
+    /// The service `name` with contract version `V`.
+    pub fn of<V: ContractVersion>(name: &'static str) -> Self {
+        Self { name, contract: V::versioned() }
+    }
+}
+
+/// A statechart declared with [`machine!`](crate::machine!): its chart, contracts, typed events
+/// and states, and the user's guards and actions, dispatched by id.
+///
+/// Implemented by the macro; run it with [`MachineInstance`](super::MachineInstance).
+pub trait Machine: Sized + Send + Sync + 'static {
+    /// The self contract: accepts the init event, completes with the output.
+    type Contract: OrchestratorVersion<Init = Self::Input, Complete = Self::Output>;
+    /// The init payload (the self contract's `Init`).
+    type Input: Payload;
+    /// The completion payload (the self contract's `Complete`).
+    type Output: Payload;
+    /// The machine's context (XState `context`), persisted with the machine state.
+    type Context: Serialize + DeserializeOwned + Clone + Send + 'static;
+    /// The typed events guards and actions see.
+    type Event: MachineEvent;
+    /// The typed active configuration.
+    type State: Debug + Clone + PartialEq + Eq + Send + 'static;
+
+    /// The machine's name (the chart's machine id).
+    const NAME: &'static str;
+
+    /// The chart, built once per machine type.
+    fn chart() -> &'static Chart;
+
+    /// The declared services, in declaration order.
+    fn services() -> Vec<ServiceInfo>;
+
+    /// Display names of the custom guards, by `GuardId` (a function's path, or a closure's source).
+    fn guard_names() -> &'static [&'static str];
+
+    /// Display names of the custom actions, by `ActionId`.
+    fn action_names() -> &'static [&'static str];
+
+    /// The guard and action names, for the chart exporters
+    /// (`orchestrator_chart::export::to_mermaid(M::chart(), &M::names())`).
+    fn names() -> NameTable {
+        NameTable::from_lists(Self::guard_names().iter().copied(), Self::action_names().iter().copied())
+    }
+
+    /// The initial context, from the init payload.
+    fn init(input: &Self::Input) -> Self::Context;
+
+    /// The completion payload, from the final context.
+    fn output(context: &Self::Context) -> Self::Output;
+
+    /// The event guards and actions see while the machine starts.
+    fn init_event(input: Self::Input) -> Self::Event;
+
+    /// Decodes a wire event into a typed event: the self contract's init event, an event a
+    /// service emits (including its system error), each validated against its contract schema.
+    fn decode(event: &Event) -> Result<Self::Event, Violation>;
+
+    /// Evaluates guard `id`.
+    fn guard(id: GuardId, context: &Self::Context, event: &Self::Event) -> bool;
+
+    /// Runs action `id`.
+    fn action(id: ActionId, context: &mut Self::Context, event: &Self::Event, outbox: &mut Outbox);
+
+    /// The typed state of an active configuration (`None` if it is not a legal one).
+    fn state_of(active: &StateSet) -> Option<Self::State>;
+
+    /// The self contract and the service contracts as JSON Schema documents:
+    /// `{"self": {…}, "services": {"<name>": {…}, …}}` (each Arvo's `toJsonSchema()` of that version).
+    fn contracts_json() -> Value {
+        let mut services = Map::new();
+        for s in Self::services() {
+            services.insert(s.name.to_owned(), s.contract.to_json_schema());
+        }
+        serde_json::json!({
+            "self": <Self::Contract as ContractVersion>::versioned().to_json_schema(),
+            "services": services,
+        })
+    }
+}
+
+/// The typed event enum of a machine (`<Name>Event`).
+pub trait MachineEvent: Debug + 'static {
+    /// The event name the chart matches: the event type, or the name of an internal event.
+    fn name(&self) -> &str;
+
+    /// An event known only by its name (the `Internal` variant): raised, sent, `done.state.*` and
+    /// `after` events.
+    fn named(name: &str) -> Self;
+}
+
+/// Contract version `Self` is a service declared by machine `M`: `out.request(Self, payload)`
+/// compiles in `M`'s actions.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a service of machine `{M}`",
+    label = "not among the services of `{M}`",
+    note = "declare it in the machine's `services: {{ name: {Self} }}`"
+)]
+pub trait ServiceOf<M: Machine>: ContractVersion {
+    /// The service's key in `services: { … }`.
+    const SERVICE: &'static str;
+}
