@@ -216,6 +216,7 @@ impl<H: Host, C: Deref<Target = Chart>> Interpreter<H, C> {
             EntryCalc {
                 chart,
                 history: &state.history,
+                domain: StateId::ROOT,
                 to_enter: &mut s.to_enter,
                 default_entry: &mut s.default_entry,
                 default_history: &mut s.default_history,
@@ -427,6 +428,9 @@ fn in_final_state(chart: &Chart, active: &StateSet, s: StateId) -> bool {
 struct EntryCalc<'a> {
     chart: &'a Chart,
     history: &'a [Option<StateSet>],
+    /// The domain of the transition whose entry set is computed (the root at start-up). Nothing
+    /// at or above it is entered: see [`EntryCalc::history_stop`].
+    domain: StateId,
     to_enter: &'a mut StateSet,
     default_entry: &'a mut StateSet,
     default_history: &'a mut StateSet,
@@ -437,14 +441,14 @@ impl EntryCalc<'_> {
         let chart = self.chart;
         let st = chart.state(s);
         if let Some(slot) = st.history_slot {
-            let parent = st.parent.unwrap_or(StateId::ROOT);
+            let stop = self.history_stop(st.parent.unwrap_or(StateId::ROOT));
             match &self.history[usize::from(slot)] {
                 Some(value) => {
                     for x in value.iter() {
                         self.add_descendants(x);
                     }
                     for x in value.iter() {
-                        self.add_ancestors(x, parent);
+                        self.add_ancestors(x, stop);
                     }
                 }
                 None => {
@@ -454,7 +458,7 @@ impl EntryCalc<'_> {
                             self.add_descendants(x);
                         }
                         for &x in d.targets.iter() {
-                            self.add_ancestors(x, parent);
+                            self.add_ancestors(x, stop);
                         }
                     }
                 }
@@ -477,6 +481,21 @@ impl EntryCalc<'_> {
             StateKind::Parallel => self.add_regions(s),
             StateKind::Atomic | StateKind::Final | StateKind::History { .. } => {}
         }
+    }
+
+    /// Where `addAncestorStatesToEnter` stops for the stored (or default) states of a history
+    /// state whose parent is `parent`: the parent, as in the pseudo-code, unless the transition
+    /// domain lies strictly inside it. That happens when the transition comes from inside the
+    /// parent and its effective targets share a deeper compound ancestor with the source
+    /// (`getTransitionDomain` uses the effective targets); the states from the domain up to the
+    /// parent are active and are not exited, so they must not be entered again (the pseudo-code
+    /// would run their entry actions twice and, for a parallel one, default-enter its other
+    /// regions next to their active children: an illegal configuration). The transition then
+    /// acts exactly as one to its effective targets. Only a history state targeted by the
+    /// transition itself can have its parent above the domain: any other is reached through a
+    /// state being entered, hence strictly inside the domain.
+    fn history_stop(&self, parent: StateId) -> StateId {
+        if self.chart.is_descendant(self.domain, parent) { self.domain } else { parent }
     }
 
     /// Enters every region of parallel `p` that has no descendant entered yet.
@@ -714,6 +733,7 @@ impl<H: Host> Core<H> {
             let mut calc = EntryCalc {
                 chart,
                 history: &state.history,
+                domain: StateId::ROOT,
                 to_enter: &mut s.to_enter,
                 default_entry: &mut s.default_entry,
                 default_history: &mut s.default_history,
@@ -721,6 +741,7 @@ impl<H: Host> Core<H> {
             for (t, d) in &filtered {
                 let t = chart.transition(*t);
                 let Some(d) = *d else { continue };
+                calc.domain = d;
                 for &x in t.targets.iter() {
                     calc.add_descendants(x);
                 }

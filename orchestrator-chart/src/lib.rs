@@ -145,6 +145,14 @@
 //!   history of an enclosing parallel state that recomputation yields a lower domain and leaves the
 //!   parallel state exited but never re-entered (an illegal configuration). The history state's
 //!   *targets* do use the freshly recorded value, as in the pseudo-code.
+//! * A transition to a history state acts as one to its effective targets (SCXML: "take the
+//!   transition to the recorded states", or the default transition): when its domain lies strictly
+//!   inside the history state's parent (the source is inside the parent and shares a deeper
+//!   compound ancestor with the stored / default states), states are entered only below the
+//!   domain. The pseudo-code's `addDescendantStatesToEnter` enters the ancestors of the stored
+//!   states up to the parent, i.e. also the domain and the states above it, which are active and
+//!   were not exited: their entry actions would run twice and a parallel one among them would
+//!   default-enter its other regions next to their active children (an illegal configuration).
 //! * One call runs at most [`DEFAULT_STEP_LIMIT`] microsteps ([`Interpreter::set_step_limit`]);
 //!   beyond that it returns [`RunError::StepLimit`] instead of looping forever.
 //! * JSON: `onDone` transitions come before the state's `on` transitions (XState checks the

@@ -5,7 +5,10 @@
 //! and the same done flag after every event.
 //!
 //! The reference includes the crate's documented choices (nested parallel done walk, exit
-//! actions on halt, `reenter`), so any difference is an implementation bug in one of them.
+//! actions on halt, `reenter`, history domains computed once and history entries kept below the
+//! transition domain), so any difference is an implementation bug in one of them. The algorithm
+//! itself is checked too: every configuration must be legal, and no microstep may enter a state
+//! that is still active.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -240,6 +243,9 @@ struct Reference<'c> {
     external: VecDeque<String>,
     log: Vec<u32>,
     done: bool,
+    /// States entered while still active. Must stay empty: every state a microstep enters was
+    /// inactive or exited by that microstep (otherwise its entry actions run twice).
+    reentered: Vec<StateId>,
     steps: u32,
 }
 
@@ -259,6 +265,7 @@ impl<'c> Reference<'c> {
             external: VecDeque::new(),
             log: vec![],
             done: false,
+            reentered: vec![],
             steps: 0,
         }
     }
@@ -484,20 +491,22 @@ impl<'c> Reference<'c> {
         let mut default_entry = vec![];
         let mut default_history: HashMap<StateId, StateId> = HashMap::new();
         for (t, d) in ts.iter().zip(domains) {
-            for &s in t.targets() {
-                self.add_descendants(s, &mut to_enter, &mut default_entry, &mut default_history);
-            }
             let Some(d) = d else { continue };
+            for &s in t.targets() {
+                self.add_descendants(s, d, &mut to_enter, &mut default_entry, &mut default_history);
+            }
             for s in self.effective_targets(t.targets()) {
-                self.add_ancestors(s, d, &mut to_enter, &mut default_entry, &mut default_history);
+                self.add_ancestors(s, d, d, &mut to_enter, &mut default_entry, &mut default_history);
             }
         }
         self.enter(to_enter, default_entry, default_history);
     }
 
+    /// `domain` is the domain of the transition being taken (the root at start-up).
     fn add_descendants(
         &self,
         s: StateId,
+        domain: StateId,
         to_enter: &mut Vec<StateId>,
         default_entry: &mut Vec<StateId>,
         default_history: &mut HashMap<StateId, StateId>,
@@ -512,11 +521,15 @@ impl<'c> Reference<'c> {
                     st.history_default().map(|d| d.targets().to_vec()).unwrap_or_default()
                 }
             };
+            // The crate's choice (see its docs): stop at the transition domain when it lies
+            // strictly inside the history's parent; the states from the domain up to the parent
+            // are active and not exited.
+            let stop = if self.is_descendant(domain, parent) { domain } else { parent };
             for &x in &targets {
-                self.add_descendants(x, to_enter, default_entry, default_history);
+                self.add_descendants(x, domain, to_enter, default_entry, default_history);
             }
             for &x in &targets {
-                self.add_ancestors(x, parent, to_enter, default_entry, default_history);
+                self.add_ancestors(x, stop, domain, to_enter, default_entry, default_history);
             }
             return;
         }
@@ -526,16 +539,16 @@ impl<'c> Reference<'c> {
                 add(default_entry, s);
                 let init = st.initial().map(|d| d.targets().to_vec()).unwrap_or_default();
                 for &x in &init {
-                    self.add_descendants(x, to_enter, default_entry, default_history);
+                    self.add_descendants(x, domain, to_enter, default_entry, default_history);
                 }
                 for &x in &init {
-                    self.add_ancestors(x, s, to_enter, default_entry, default_history);
+                    self.add_ancestors(x, s, domain, to_enter, default_entry, default_history);
                 }
             }
             StateKind::Parallel => {
                 for &c in st.children() {
                     if !to_enter.iter().any(|x| self.is_descendant(*x, c)) {
-                        self.add_descendants(c, to_enter, default_entry, default_history);
+                        self.add_descendants(c, domain, to_enter, default_entry, default_history);
                     }
                 }
             }
@@ -547,6 +560,7 @@ impl<'c> Reference<'c> {
         &self,
         s: StateId,
         ancestor: StateId,
+        domain: StateId,
         to_enter: &mut Vec<StateId>,
         default_entry: &mut Vec<StateId>,
         default_history: &mut HashMap<StateId, StateId>,
@@ -559,7 +573,7 @@ impl<'c> Reference<'c> {
             if self.kind(anc) == StateKind::Parallel {
                 for &c in self.chart.state(anc).children() {
                     if !to_enter.iter().any(|x| self.is_descendant(*x, c)) {
-                        self.add_descendants(c, to_enter, default_entry, default_history);
+                        self.add_descendants(c, domain, to_enter, default_entry, default_history);
                     }
                 }
             }
@@ -590,6 +604,9 @@ impl<'c> Reference<'c> {
         let was_done = self.done;
         let mut completed: Vec<StateId> = vec![];
         for s in to_enter {
+            if self.active(s) {
+                self.reentered.push(s);
+            }
             add(&mut self.configuration, s);
             let st = self.chart.state(s);
             self.exec(st.entry());
@@ -692,7 +709,7 @@ impl<'c> Reference<'c> {
     fn start(&mut self) -> Result<(), RunError> {
         self.steps = 0;
         let (mut to_enter, mut de, mut dh) = (vec![], vec![], HashMap::new());
-        self.add_descendants(StateId::ROOT, &mut to_enter, &mut de, &mut dh);
+        self.add_descendants(StateId::ROOT, StateId::ROOT, &mut to_enter, &mut de, &mut dh);
         self.enter(to_enter, de, dh);
         self.macrostep()?;
         self.drain()
@@ -729,6 +746,12 @@ fn compare(seed: u64, events: &[usize]) -> Result<(), TestCaseError> {
             );
             prop_assert_eq!(&fast.host().0, &slow.log, "action trace after {}", what);
             prop_assert_eq!(fast.is_done(), slow.done, "done after {}", what);
+            prop_assert!(
+                slow.reentered.is_empty(),
+                "active states {:?} entered again by {}",
+                slow.reentered,
+                what
+            );
             for &h in chart.history_nodes() {
                 let fast_h: Option<Vec<StateId>> =
                     fast.state().history_of(&chart, h).map(|s| s.iter().collect());

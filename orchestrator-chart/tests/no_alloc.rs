@@ -2,6 +2,8 @@
 //! buffers have grown to the chart's size), sending events that move between atomic states, run
 //! entry/exit/transition actions and evaluate guards performs no heap allocation.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 
 use orchestrator_chart::{
@@ -25,7 +27,8 @@ fn chart() -> Arc<Chart> {
     let mut b = ChartBuilder::new("ring");
     let root = b.root();
     let outer = b.add_state(root, "outer", NodeKind::State).unwrap();
-    let states: Vec<_> = (0..4).map(|i| b.add_state(outer, &format!("s{i}"), NodeKind::State).unwrap()).collect();
+    let states: Vec<_> =
+        (0..4).map(|i| b.add_state(outer, &format!("s{i}"), NodeKind::State).unwrap()).collect();
     for (i, s) in states.iter().enumerate() {
         b.add_entry(*s, ActionSpec::custom(ActionId(0))).unwrap();
         b.add_exit(*s, ActionSpec::custom(ActionId(0))).unwrap();

@@ -331,3 +331,58 @@ fn first_transition_into_history_of_enclosing_parallel_keeps_configuration_legal
             {"event": "next", "expect": ["p.r.y"]}]}),
     );
 }
+
+#[test]
+fn history_transition_with_domain_inside_the_history_parent_reenters_nothing_above_the_domain() {
+    // a -> p.h (default p.q.r1.a): the effective target is a, so the domain is p.q.r1 and only a
+    // is exited. The pseudo-code's addDescendantStatesToEnter for the history state adds the
+    // ancestors of a up to the history's parent p (r1 and q), which are active and were not
+    // exited; entering q again would also default-enter region r2 (c next to the active d).
+    check(
+        "history-domain-inside-parent",
+        json!({
+            "actions": [
+                {"name": "enter_q", "assign": {"var": "q", "op": "add", "value": 1}},
+                {"name": "enter_r1", "assign": {"var": "r1", "op": "add", "value": 1}},
+                {"name": "enter_r2", "assign": {"var": "r2", "op": "add", "value": 1}},
+                {"name": "enter_a", "assign": {"var": "a", "op": "add", "value": 1}},
+                {"name": "exit_a", "assign": {"var": "xa", "op": "add", "value": 1}}],
+            "machine": {"id": "m", "initial": "p", "context": {"q": 0, "r1": 0, "r2": 0, "a": 0, "xa": 0},
+            "states": {
+            "p": {"states": {
+                "h": {"type": "history", "target": "p.q.r1.a"},
+                "q": {"type": "parallel", "entry": ["enter_q"], "states": {
+                    "r1": {"entry": ["enter_r1"], "states": {
+                        "a": {"entry": ["enter_a"], "exit": ["exit_a"],
+                              "on": {"go": {"target": "p.h", "reenter": true}}}}},
+                    "r2": {"entry": ["enter_r2"], "states": {"c": {"on": {"n": "p.q.r2.d"}}, "d": {}}}}}}}}},
+         "steps": [
+            {"event": null, "expect": ["p.q.r1.a", "p.q.r2.c"], "context": {"q": 1, "r1": 1, "r2": 1, "a": 1, "xa": 0}},
+            {"event": "n", "expect": ["p.q.r1.a", "p.q.r2.d"]},
+            {"event": "go", "expect": ["p.q.r1.a", "p.q.r2.d"], "context": {"q": 1, "r1": 1, "r2": 1, "a": 2, "xa": 1}}]}),
+    );
+}
+
+#[test]
+fn stored_history_transition_with_domain_inside_the_history_parent_keeps_ancestors() {
+    // The same with a stored deep history: y -> p.h (stored [p.c.x]) has domain p.c, so c is
+    // neither exited nor entered again.
+    check(
+        "deep-history-domain-inside-parent",
+        json!({
+            "actions": [{"name": "enter_c", "assign": {"var": "c", "op": "add", "value": 1}}],
+            "machine": {"id": "m", "initial": "p", "context": {"c": 0}, "states": {
+            "p": {"on": {"out": "o"}, "states": {
+                "h": {"type": "history", "history": "deep"},
+                "c": {"entry": ["enter_c"], "states": {
+                    "x": {"on": {"next": "p.c.y"}},
+                    "y": {"on": {"go": "p.h"}}}}}},
+            "o": {"on": {"back": "p.h"}}}},
+         "steps": [
+            {"event": null, "expect": ["p.c.x"], "context": {"c": 1}},
+            {"event": "out", "expect": ["o"]},
+            {"event": "back", "expect": ["p.c.x"], "context": {"c": 2}},
+            {"event": "next", "expect": ["p.c.y"]},
+            {"event": "go", "expect": ["p.c.x"], "context": {"c": 2}}]}),
+    );
+}
