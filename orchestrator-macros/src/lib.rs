@@ -12,6 +12,7 @@
 mod contract;
 mod ctxt;
 mod machine;
+mod shared;
 
 use proc_macro::TokenStream;
 

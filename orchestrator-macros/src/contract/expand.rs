@@ -1,11 +1,12 @@
 //! Generates the contract type, one type per version, and their trait impls.
 
-use proc_macro2::{Group, Span, TokenStream, TokenTree};
-use quote::{ToTokens, format_ident, quote, quote_spanned};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::Flavor;
 use super::valid::{Model, VersionModel};
+use crate::shared::respan;
 
 pub(crate) fn expand(model: &Model) -> TokenStream {
     let mut out = declarations(model);
@@ -53,25 +54,6 @@ fn declarations(model: &Model) -> TokenStream {
         });
     }
     out
-}
-
-/// `tokens` with every span set to `span`.
-fn respan(tokens: &impl ToTokens, span: Span) -> TokenStream {
-    tokens
-        .to_token_stream()
-        .into_iter()
-        .map(|token| match token {
-            TokenTree::Group(group) => {
-                let mut respanned = Group::new(group.delimiter(), respan(&group.stream(), span));
-                respanned.set_span(span);
-                TokenTree::Group(respanned)
-            }
-            mut other => {
-                other.set_span(span);
-                other
-            }
-        })
-        .collect()
 }
 
 fn contract_impl(model: &Model) -> TokenStream {

@@ -12,6 +12,7 @@ use syn::{Attribute, Ident, LitStr, Type, Visibility};
 use super::Flavor;
 use super::ast::{ContractDecl, FieldValue, VersionDecl, VersionValue};
 use crate::ctxt::Ctxt;
+use crate::shared::edit_distance;
 
 /// A checked contract, ready to generate.
 pub(crate) struct Model {
@@ -366,22 +367,6 @@ fn other_macro_name(flavor: Flavor, key: &str) -> Option<&'static str> {
         (Flavor::Plain | Flavor::Simple, "complete") => Some("emits"),
         _ => None,
     }
-}
-
-/// Levenshtein distance between two short keys.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
-        }
-    }
-    row[b.len()]
 }
 
 /// The text of `///` doc comments, lines joined with newlines.

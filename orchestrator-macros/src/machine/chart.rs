@@ -17,8 +17,8 @@ use proc_macro2::TokenStream;
 use quote::ToTokens;
 
 use super::model::{Act, Grd, Kind, Model, Target, Trans, Trig};
-use super::names::closest;
 use crate::ctxt::Ctxt;
+use crate::shared::closest;
 
 /// Receives the chart-building operations, in the order the generated code performs them.
 pub(crate) trait Sink {

@@ -4,32 +4,14 @@
 //! the signatures of guards, actions, `init` and `output`, the self contract's version) is
 //! written once, spanned on the user's token, so that each mistake is one error pointing at it.
 
-use proc_macro2::{Group, Literal, Span, TokenStream, TokenTree};
+use proc_macro2::{Group, Literal, Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Ident, Type};
 
 use super::chart::{Patches, Sink, walk};
 use super::model::{Act, Grd, Kind, Model, Target, Trans, Trig};
-
-/// `tokens` with every span set to `span`.
-fn respan(tokens: &impl ToTokens, span: Span) -> TokenStream {
-    tokens
-        .to_token_stream()
-        .into_iter()
-        .map(|token| match token {
-            TokenTree::Group(group) => {
-                let mut g = Group::new(group.delimiter(), respan(&group.stream(), span));
-                g.set_span(span);
-                TokenTree::Group(g)
-            }
-            mut other => {
-                other.set_span(span);
-                other
-            }
-        })
-        .collect()
-}
+use crate::shared::respan;
 
 /// How exporters show a guard or action: a function's path, or a closure's (shortened) source.
 fn display_name(expr: &syn::Expr) -> String {

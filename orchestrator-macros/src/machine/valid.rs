@@ -19,8 +19,9 @@ use super::ast::{
     ActionAst, Body, GuardAst, MachineDecl, PathList, TransitionAst, TransitionValue, TriggerAst, Value,
 };
 use super::model::{Act, EventVariant, Grd, Kind, Model, Node, Service, Target, Trans, Trig};
-use super::names::{closest, ident, pascal, push_syn_error, token_text};
+use super::names::{ident, pascal, push_syn_error, token_text};
 use crate::ctxt::Ctxt;
+use crate::shared::closest;
 
 const MACHINE_KEYS: &[&str] = &[
     "version", "contract", "services", "context", "init", "output", "type", "initial", "states", "entry",

@@ -337,7 +337,7 @@ pub(super) fn is_attribute_name(key: &str) -> bool {
     field_rank(key) < ATTRIBUTE_ORDER.len()
 }
 
-/// Position of a field in Arvo's key order, so errors are listed in the order of the event.
+/// The CloudEvents and Arvo attributes, in Arvo's key order.
 const ATTRIBUTE_ORDER: &[&str] = &[
     "id",
     "source",
@@ -358,29 +358,13 @@ const ATTRIBUTE_ORDER: &[&str] = &[
     "domain",
 ];
 
+/// Position of a field in Arvo's key order, so errors are listed in the order of the event.
 fn field_rank(field: &str) -> usize {
     ATTRIBUTE_ORDER.iter().position(|k| *k == field).unwrap_or(ATTRIBUTE_ORDER.len())
 }
 
 fn static_field(key: &str) -> &'static str {
-    const KNOWN: &[&str] = &[
-        "id",
-        "source",
-        "specversion",
-        "type",
-        "subject",
-        "datacontenttype",
-        "dataschema",
-        "time",
-        "to",
-        "accesscontrol",
-        "redirectto",
-        "traceparent",
-        "tracestate",
-        "parentid",
-        "domain",
-    ];
-    KNOWN.iter().find(|k| **k == key).copied().unwrap_or("event")
+    ATTRIBUTE_ORDER.iter().find(|k| **k == key).copied().unwrap_or("event")
 }
 
 fn required(errors: &mut Vec<FieldError>, field: &'static str, value: Option<String>) -> Option<String> {
