@@ -58,6 +58,7 @@ pub mod dataschema;
 pub mod event;
 pub mod factory;
 mod field_error;
+pub mod handler;
 pub mod machine;
 pub mod memory;
 pub mod semver;

@@ -1,0 +1,29 @@
+//! Event handlers: anything that consumes the events addressed to its topic and returns the
+//! events it produces (Arvo's `IArvoEventHandler`).
+//!
+//! The contract between a handler and whoever delivers events to it (a broker, a worker pool, a
+//! test):
+//!
+//! * an event is delivered to the handler whose [`EventHandler::source`] equals the event's `to`;
+//! * [`EventHandler::execute`] returns the produced events, which the caller publishes;
+//! * a [`Violation`] is returned as an error and nothing is produced: the caller decides to retry,
+//!   dead-letter or alert; ordinary failures of user code are *not* errors, they come back as
+//!   `sys.<type>.error` events among the produced events.
+
+mod dynamic;
+
+use std::future::Future;
+
+pub use dynamic::DynEventHandler;
+
+use crate::event::Event;
+use crate::violation::Violation;
+
+/// Consumes events addressed to [`EventHandler::source`] and returns the events it produces.
+pub trait EventHandler: Send + Sync + 'static {
+    /// The topic this handler listens on.
+    fn source(&self) -> &str;
+
+    /// Handles one event: the produced events, or a violation (nothing produced).
+    fn execute(&self, event: &Event) -> impl Future<Output = Result<Vec<Event>, Violation>> + Send;
+}
