@@ -55,6 +55,8 @@
 
 pub mod contract;
 pub mod dataschema;
+pub mod domain;
+pub mod emit;
 pub mod event;
 pub mod factory;
 mod field_error;

@@ -30,10 +30,12 @@ impl<H: EventHandler> DynEventHandler for H {
 }
 
 impl EventHandler for Arc<dyn DynEventHandler> {
+    // `(**self)`: the `Arc` is itself a `DynEventHandler` (through the blanket impl), so
+    // `self.source_dyn()` would call back into this impl forever.
     fn source(&self) -> &str {
-        self.source_dyn()
+        (**self).source_dyn()
     }
     async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
-        self.execute_dyn(event).await
+        (**self).execute_dyn(event).await
     }
 }

@@ -9,12 +9,16 @@
 //! * a [`Violation`] is returned as an error and nothing is produced: the caller decides to retry,
 //!   dead-letter or alert; ordinary failures of user code are *not* errors, they come back as
 //!   `sys.<type>.error` events among the produced events.
+//!
+//! Implementations: [`ServiceHandler`] ([`service`]), the stateless contract-bound handler.
 
 mod dynamic;
+pub mod service;
 
 use std::future::Future;
 
 pub use dynamic::DynEventHandler;
+pub use service::{Emissions, Emit, ServiceHandler, ServiceHandlerBuilder, ServiceInput};
 
 use crate::event::Event;
 use crate::violation::Violation;

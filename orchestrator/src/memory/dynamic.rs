@@ -63,9 +63,11 @@ impl<R: Sync + Send + 'static, M: Memory<R>> DynMemory<R> for M {
     }
 }
 
+// `Arc<dyn DynMemory<R>>` is itself a `DynMemory<R>` (through the blanket impl above), so every
+// method dispatches on the pointee (`**self`); calling `self.read_dyn` would recurse forever.
 impl<R: Sync + Send + 'static> Memory<R> for Arc<dyn DynMemory<R>> {
     async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
-        self.read_dyn(id).await
+        (**self).read_dyn(id).await
     }
     async fn write(
         &self,
@@ -75,15 +77,15 @@ impl<R: Sync + Send + 'static> Memory<R> for Arc<dyn DynMemory<R>> {
         lease: Option<&Lease>,
         meta: &WriteMeta,
     ) -> Result<u64, MemoryError> {
-        self.write_dyn(id, record, prev, lease, meta).await
+        (**self).write_dyn(id, record, prev, lease, meta).await
     }
     async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
-        self.lock_dyn(id).await
+        (**self).lock_dyn(id).await
     }
     async fn unlock(&self, lease: &Lease) -> Result<bool, MemoryError> {
-        self.unlock_dyn(lease).await
+        (**self).unlock_dyn(lease).await
     }
     async fn cleanup(&self, id: &str) -> Result<(), MemoryError> {
-        self.cleanup_dyn(id).await
+        (**self).cleanup_dyn(id).await
     }
 }

@@ -292,6 +292,17 @@ mod tests {
         }
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_backend_chosen_at_run_time_conforms() {
+        use crate::memory::DynMemory;
+        crate::memory::testing::conformance(|ttl| {
+            let backend: std::sync::Arc<dyn DynMemory<String>> =
+                std::sync::Arc::new(fast(ttl, Retention::Remove));
+            backend
+        })
+        .await;
+    }
+
     #[tokio::test]
     async fn finished_workflows_do_not_accumulate() {
         let m = fast(Duration::from_secs(60), Retention::Remove);
