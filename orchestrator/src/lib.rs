@@ -53,6 +53,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod broker;
 pub mod contract;
 pub mod dataschema;
 pub mod domain;
