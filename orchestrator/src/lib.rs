@@ -14,6 +14,8 @@
 //! - [`machine!`] and [`machine`](mod@machine): statechart workflows declared in Rust, compiled to
 //!   typed events and states and checked at compile time against their contracts, run by
 //!   [`machine::MachineInstance`];
+//! - [`orchestration`]: the orchestration lifecycle (lock, read, step, persist, unlock) and
+//!   [`orchestration::Orchestrator`], which runs versioned machines as an event handler;
 //! - [`violation::Violation`]: faults returned to the caller, as opposed to
 //!   [`contract::SystemErrorPayload`] events for ordinary failures.
 //!
@@ -64,6 +66,7 @@ mod field_error;
 pub mod handler;
 pub mod machine;
 pub mod memory;
+pub mod orchestration;
 pub mod semver;
 pub mod subject;
 pub mod violation;

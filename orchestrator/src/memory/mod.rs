@@ -18,7 +18,7 @@
 //! chosen at run time (`Arc<dyn DynMemory<R>>` implements [`Memory`]).
 //!
 //! [`InMemory`] is a concurrency-safe backend for one process. The `testing` feature adds
-//! [`testing::conformance`], the suite every backend must pass.
+//! `testing::conformance`, the suite every backend must pass.
 
 mod dynamic;
 mod in_memory;

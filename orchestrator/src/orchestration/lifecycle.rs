@@ -1,0 +1,247 @@
+//! [`Lifecycle`]: validate subject → lock → read → gate → core step → persist → unlock.
+
+use serde_json::{Number, Value};
+
+use super::{CoreStep, ExecutionStatus, Locking, StepError, StepInput, WorkflowRecord};
+use crate::contract::orchestrator::PARENT_SUBJECT_KEY;
+use crate::domain::Domain;
+use crate::emit::{DEFAULT_SYSTEM_ERROR_DOMAINS, SystemErrorSpec, system_error_events, system_error_payload};
+use crate::event::Event;
+use crate::handler::EventHandler;
+use crate::memory::{Lease, Materialized, Memory, Stored, WriteMeta};
+use crate::subject::Subject;
+use crate::violation::{TransactionCause, Violation};
+
+/// The orchestration lifecycle around a [`CoreStep`] `S`, storing [`WorkflowRecord`]s in memory
+/// `M`. See the [module documentation](super) for the steps.
+///
+/// It is an [`EventHandler`] listening on the core step's source.
+pub struct Lifecycle<S, M> {
+    core: S,
+    memory: M,
+    locking: Locking,
+    executionunits: Option<Number>,
+    system_error_domains: Vec<Domain>,
+}
+
+impl<S, M> Lifecycle<S, M> {
+    /// The core step.
+    pub fn core(&self) -> &S {
+        &self.core
+    }
+
+    /// The memory.
+    pub fn memory(&self) -> &M {
+        &self.memory
+    }
+
+    /// The locking policy.
+    pub fn locking(&self) -> Locking {
+        self.locking
+    }
+
+    /// The execution units.
+    pub fn executionunits(&self) -> Option<&Number> {
+        self.executionunits.as_ref()
+    }
+}
+
+impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
+    /// The lifecycle of `core` over `memory`, locking every execution, no execution units,
+    /// system errors in the default domains (`[OrchestrationContext]`).
+    pub fn new(core: S, memory: M) -> Self {
+        Self {
+            core,
+            memory,
+            locking: Locking::default(),
+            executionunits: None,
+            system_error_domains: DEFAULT_SYSTEM_ERROR_DOMAINS.to_vec(),
+        }
+    }
+
+    /// Sets the locking policy.
+    #[must_use]
+    pub fn with_locking(mut self, locking: Locking) -> Self {
+        self.locking = locking;
+        self
+    }
+
+    /// Sets the execution units stamped on emitted events.
+    #[must_use]
+    pub fn with_executionunits(mut self, units: Option<Number>) -> Self {
+        self.executionunits = units;
+        self
+    }
+
+    /// Sets the domains of system-error events (empty means the default).
+    #[must_use]
+    pub fn with_system_error_domains(mut self, domains: Vec<Domain>) -> Self {
+        self.system_error_domains = domains;
+        self
+    }
+
+    /// Executes one event: the produced events, or a violation (nothing persisted).
+    pub async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        // OpenTelemetry: open the `Orchestrator<uri>@<type>` span (kind PRODUCER) here.
+        let subject = Subject::parse(event.subject()).map_err(|e| {
+            Violation::execution(format!(
+                "Invalid event (id={}) subject format. Expected an ArvoOrchestrationSubject but received '{}': {e}",
+                event.id(),
+                event.subject()
+            ))
+        })?;
+        if subject.orchestrator_name() != self.core.source() {
+            // Another orchestrator's event (Arvo logs a warning).
+            return Ok(Vec::new());
+        }
+        let lease = match self.locking {
+            Locking::Never => None,
+            Locking::Always => match self.memory.lock(subject.as_str()).await {
+                Ok(Some(lease)) => Some(lease),
+                Ok(None) => {
+                    return Err(Violation::transaction(
+                        TransactionCause::LockUnacquired,
+                        format!(
+                            "Lock acquisition denied - Unable to obtain exclusive access to event processing (subject={}, event id={})",
+                            subject.as_str(),
+                            event.id()
+                        ),
+                    ));
+                }
+                Err(e) => {
+                    return Err(Violation::transaction(
+                        TransactionCause::LockFailure,
+                        format!("Error acquiring lock for event (subject={}): {e}", subject.as_str()),
+                    ));
+                }
+            },
+        };
+        let result = self.locked(event, &subject, lease.as_ref()).await;
+        if let Some(lease) = &lease {
+            // Tolerant release: a lease that cannot be released expires by itself.
+            let _ = self.memory.unlock(lease).await;
+        }
+        let (events, done) = result?;
+        if done {
+            // Retention is the backend's business; a failed cleanup does not undo the workflow.
+            let _ = self.memory.cleanup(subject.as_str()).await;
+        }
+        Ok(events)
+    }
+
+    /// Steps 4 to 8, under the lease: the events and whether the workflow just finished.
+    async fn locked(
+        &self,
+        event: &Event,
+        subject: &Subject,
+        lease: Option<&Lease>,
+    ) -> Result<(Vec<Event>, bool), Violation> {
+        let stored = self.memory.read(subject.as_str()).await.map_err(|e| {
+            Violation::transaction(
+                TransactionCause::ReadFailure,
+                format!("Error reading state for event (subject={}): {e}", subject.as_str()),
+            )
+        })?;
+        let is_init = event.r#type() == self.core.source();
+        let (record, version) = match &stored {
+            Some(Stored { record, version }) => (Some(record), Some(*version)),
+            None => (None, None),
+        };
+        match record {
+            Some(r) if r.is_failed() || r.done => return Ok((Vec::new(), false)),
+            Some(r) if r.last_event_id.as_deref() == Some(event.id()) => return Ok((Vec::new(), false)),
+            None if !is_init => return Ok((Vec::new(), false)),
+            _ => {}
+        }
+        let parent_subject: Option<String> = match record {
+            Some(r) => r.parent_subject.clone(),
+            None => event.data().get(PARENT_SUBJECT_KEY).and_then(Value::as_str).map(str::to_owned),
+        };
+        let init_event_id = record.map_or_else(|| event.id().to_owned(), |r| r.init_event_id.clone());
+        let input = StepInput {
+            event,
+            subject,
+            state: record.map(|r| &r.state),
+            parent_subject: parent_subject.as_deref(),
+            init_event_id: &init_event_id,
+            executionunits: self.executionunits.as_ref(),
+        };
+        let meta = WriteMeta {
+            subject: subject.as_str().to_owned(),
+            parent_subject: Materialized::Resolved(parent_subject.clone()),
+            initiator: Materialized::Resolved(subject.initiator().to_owned()),
+            source: self.core.source().to_owned(),
+        };
+        match self.core.step(input).await {
+            Ok(output) => {
+                let new = WorkflowRecord {
+                    execution_status: ExecutionStatus::Normal,
+                    subject: subject.as_str().to_owned(),
+                    parent_subject,
+                    init_event_id,
+                    done: output.done,
+                    state: output.state,
+                    last_event_id: Some(event.id().to_owned()),
+                };
+                self.write(subject, &new, version, lease, &meta).await?;
+                Ok((output.events, output.done))
+            }
+            Err(StepError::Violation(violation)) => Err(violation),
+            Err(StepError::Failure(error)) => {
+                // OpenTelemetry: record the exception and set the span status to ERROR.
+                let payload = system_error_payload(&*error);
+                let latch = WorkflowRecord {
+                    execution_status: ExecutionStatus::Failure { error: payload.clone() },
+                    subject: subject.as_str().to_owned(),
+                    parent_subject: parent_subject.clone(),
+                    init_event_id: init_event_id.clone(),
+                    done: false,
+                    state: record.map_or(Value::Null, |r| r.state.clone()),
+                    last_event_id: Some(event.id().to_owned()),
+                };
+                // Against the version read (Arvo's bug 4 writes it as if nothing existed).
+                self.write(subject, &latch, version, lease, &meta).await?;
+                let spec = SystemErrorSpec {
+                    contract: self.core.system_error_contract(),
+                    source: self.core.source(),
+                    triggering_event: event,
+                    parent_subject: parent_subject.as_deref(),
+                    init_event_id: Some(&init_event_id),
+                    initiator: Some(subject.initiator()),
+                    executionunits: self.executionunits.as_ref(),
+                    domains: &self.system_error_domains,
+                    // OpenTelemetry: the orchestrator span's headers.
+                    traceparent: event.traceparent(),
+                    tracestate: event.tracestate(),
+                };
+                Ok((system_error_events(&spec, &payload)?, false))
+            }
+        }
+    }
+
+    async fn write(
+        &self,
+        subject: &Subject,
+        record: &WorkflowRecord,
+        prev: Option<u64>,
+        lease: Option<&Lease>,
+        meta: &WriteMeta,
+    ) -> Result<u64, Violation> {
+        self.memory.write(subject.as_str(), record, prev, lease, meta).await.map_err(|e| {
+            Violation::transaction(
+                TransactionCause::WriteFailure,
+                format!("Error writing state for event (subject={}): {e}", subject.as_str()),
+            )
+        })
+    }
+}
+
+impl<S: CoreStep, M: Memory<WorkflowRecord> + 'static> EventHandler for Lifecycle<S, M> {
+    fn source(&self) -> &str {
+        self.core.source()
+    }
+
+    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        Lifecycle::execute(self, event).await
+    }
+}

@@ -1,0 +1,439 @@
+//! [`Orchestrator`]: the statechart orchestrator over [`machine!`](crate::machine!) machines.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Number, Value};
+
+use super::{CoreStep, Lifecycle, Locking, StepError, StepInput, StepOutput, WorkflowRecord};
+use crate::contract::{ContractKind, ContractVersion, Emits, VersionedContract};
+use crate::domain::{Domain, DomainContext, resolve_all};
+use crate::emit::DEFAULT_SYSTEM_ERROR_DOMAINS;
+use crate::event::Event;
+use crate::handler::EventHandler;
+use crate::machine::{Machine, MachineError, MachineInstance, ServiceRequest, Snapshot};
+use crate::memory::Memory;
+use crate::subject::Subject;
+use crate::violation::Violation;
+
+/// One step of a machine, without its types.
+struct Stepped {
+    requests: Vec<ServiceRequest>,
+    state: Value,
+    /// The completion payload, once the machine is done.
+    output: Option<Value>,
+}
+
+/// A machine type behind a trait object, so that several versions live side by side.
+trait ErasedMachine: Send + Sync + 'static {
+    fn name(&self) -> &'static str;
+    fn contract(&self) -> &'static VersionedContract;
+    fn complete_type(&self) -> &'static str;
+    fn run(&self, event: &Event, state: Option<&Value>) -> Result<Stepped, StepError>;
+}
+
+struct Erased<M>(PhantomData<fn() -> M>);
+
+fn machine_error(error: MachineError) -> StepError {
+    match error {
+        MachineError::Violation(violation) => StepError::Violation(violation),
+        other => StepError::Failure(Box::new(other)),
+    }
+}
+
+impl<M: Machine> ErasedMachine for Erased<M> {
+    fn name(&self) -> &'static str {
+        M::NAME
+    }
+
+    fn contract(&self) -> &'static VersionedContract {
+        <M::Contract as ContractVersion>::versioned()
+    }
+
+    fn complete_type(&self) -> &'static str {
+        <M::Contract as Emits<M::Output>>::EVENT_TYPE
+    }
+
+    fn run(&self, event: &Event, state: Option<&Value>) -> Result<Stepped, StepError> {
+        let (instance, requests) = match state {
+            None => MachineInstance::<M>::start_wire(event).map_err(machine_error)?,
+            Some(state) => {
+                let snapshot = Snapshot::<M::Context>::deserialize(state)
+                    .map_err(|e| machine_error(MachineError::Snapshot(e.to_string())))?;
+                let mut instance = MachineInstance::<M>::restore(snapshot).map_err(machine_error)?;
+                let requests = instance.send_wire(event).map_err(machine_error)?;
+                (instance, requests)
+            }
+        };
+        let state = serde_json::to_value(instance.snapshot())
+            .map_err(|e| machine_error(MachineError::Snapshot(e.to_string())))?;
+        let output = match instance.output() {
+            None => None,
+            Some(output) => Some(serde_json::to_value(output).map_err(|e| {
+                Violation::contract(format!(
+                    "[Emittable Event Creation] Invalid event data: the output of machine `{}` cannot be serialized: {e}",
+                    M::NAME
+                ))
+            })?),
+        };
+        Ok(Stepped { requests, state, output })
+    }
+}
+
+/// The [`CoreStep`] of an [`Orchestrator`]: resolves the machine by the subject's orchestrator
+/// version, starts or resumes it, and turns its requests and completion into events.
+pub struct MachineCore {
+    source: &'static str,
+    machines: Vec<Box<dyn ErasedMachine>>,
+    service_domains: Vec<Domain>,
+    complete_domains: Vec<Domain>,
+}
+
+impl fmt::Debug for MachineCore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MachineCore")
+            .field("source", &self.source)
+            .field("versions", &self.versions())
+            .field("service_domains", &self.service_domains)
+            .field("complete_domains", &self.complete_domains)
+            .finish()
+    }
+}
+
+impl MachineCore {
+    /// The versions of the self contract the machines implement, in registration order.
+    pub fn versions(&self) -> Vec<&'static str> {
+        self.machines.iter().map(|m| m.contract().version_str()).collect()
+    }
+
+    fn resolve(&self, subject: &Subject) -> Result<&dyn ErasedMachine, Violation> {
+        self.machines
+            .iter()
+            .find(|m| m.contract().version_str() == subject.orchestrator_version())
+            .map(|m| &**m)
+            .ok_or_else(|| {
+                Violation::config(format!(
+                    "Machine resolution failed: No machine found matching orchestrator name='{}' and version='{}'.",
+                    subject.orchestrator_name(),
+                    subject.orchestrator_version()
+                ))
+            })
+    }
+
+    /// The base of every emitted event: source, accesscontrol, execution units, trace headers.
+    fn base(&self, input: &StepInput<'_>) -> crate::event::EventBuilder {
+        let event = input.event;
+        Event::builder()
+            .source(self.source)
+            .redirectto(self.source)
+            .accesscontrol_opt(event.accesscontrol())
+            .executionunits_opt(input.executionunits.cloned())
+            // OpenTelemetry: the orchestrator span's headers instead of the input's.
+            .traceparent_opt(event.traceparent())
+            .tracestate_opt(event.tracestate())
+    }
+
+    fn request_events(
+        &self,
+        input: &StepInput<'_>,
+        self_contract: &VersionedContract,
+        requests: &[ServiceRequest],
+    ) -> Result<Vec<Event>, Violation> {
+        let event = input.event;
+        let mut out = Vec::with_capacity(requests.len());
+        for request in requests {
+            let ctx = DomainContext::for_event(event)
+                .parent_subject(input.parent_subject)
+                .self_contract_domain(self_contract.domain())
+                .event_contract_domain(request.contract.domain());
+            let is_child = matches!(request.contract.kind(), ContractKind::Orchestrator { .. });
+            for domain in resolve_all(&self.service_domains, &ctx) {
+                let subject = if is_child {
+                    self.child_subject(request, domain.as_deref())?.as_str().to_owned()
+                } else {
+                    event.subject().to_owned()
+                };
+                let base = self
+                    .base(input)
+                    .subject(subject)
+                    .to(request.event_type)
+                    .parentid(event.id())
+                    .domain_opt(domain);
+                out.push(request.to_event(base).map_err(|e| {
+                    Violation::contract(format!(
+                        "[Emittable Event Creation] Invalid event data: the request to service '{}' ({}) from orchestrator {} (event id={}) cannot be built: {e}",
+                        request.service,
+                        request.event_type,
+                        self.source,
+                        event.id()
+                    ))
+                })?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The subject of a child orchestration: `from(parentSubject$$)` (or a new root when the
+    /// request has none) with orchestrator = the child's type and the service contract's version,
+    /// `meta.redirectto` = this orchestrator.
+    fn child_subject(&self, request: &ServiceRequest, domain: Option<&str>) -> Result<Subject, Violation> {
+        let fail = |e: &dyn fmt::Display| {
+            Violation::execution(format!(
+                "[Emittable Event Creation] Invalid parentSubject$$ for the child orchestration '{}' requested by {}: {e}",
+                request.event_type, self.source
+            ))
+        };
+        let builder = match request.parent_subject() {
+            Some(parent) => Subject::parse(parent)
+                .map_err(|e| fail(&e))?
+                .child(request.event_type, request.contract.version_str()),
+            None => Subject::builder(request.event_type, request.contract.version_str(), self.source),
+        };
+        let builder = match domain {
+            Some(domain) => builder.domain(domain),
+            None => builder,
+        };
+        builder.meta("redirectto", self.source).build().map_err(|e| fail(&e))
+    }
+
+    fn completion_events(
+        &self,
+        input: &StepInput<'_>,
+        machine: &dyn ErasedMachine,
+        output: Value,
+    ) -> Result<Vec<Event>, Violation> {
+        let event = input.event;
+        let vc = machine.contract();
+        let ctx =
+            DomainContext::for_event(event).parent_subject(input.parent_subject).contract_domain(vc.domain());
+        let to = input.subject.meta("redirectto").unwrap_or(input.subject.initiator());
+        let base = self
+            .base(input)
+            .subject(input.parent_subject.unwrap_or(event.subject()))
+            .to(to)
+            .parentid(input.init_event_id);
+        resolve_all(&self.complete_domains, &ctx)
+            .into_iter()
+            .map(|domain| {
+                vc.event_from_json(machine.complete_type(), output.clone(), base.clone().domain_opt(domain))
+                    .map_err(|e| {
+                        Violation::contract(format!(
+                            "[Emittable Event Creation] Invalid event data: the completion of machine `{}` ({}) does not match {}: {e}",
+                            machine.name(),
+                            machine.complete_type(),
+                            vc.dataschema()
+                        ))
+                    })
+            })
+            .collect()
+    }
+}
+
+impl CoreStep for MachineCore {
+    fn source(&self) -> &str {
+        self.source
+    }
+
+    fn system_error_contract(&self) -> &VersionedContract {
+        // Every machine shares the self contract; system errors use `<uri>/0.0.0` anyway.
+        self.machines[0].contract()
+    }
+
+    async fn step(&self, input: StepInput<'_>) -> Result<StepOutput, StepError> {
+        let machine = self.resolve(input.subject)?;
+        let Stepped { requests, state, output } = machine.run(input.event, input.state)?;
+        let mut events = self.request_events(&input, machine.contract(), &requests)?;
+        let done = output.is_some();
+        if let Some(output) = output {
+            events.extend(self.completion_events(&input, machine, output)?);
+        }
+        Ok(StepOutput { events, state, done })
+    }
+}
+
+/// A statechart orchestrator: one or more versions of one self contract, each run by a
+/// [`machine!`](crate::machine!) machine, inside the orchestration [`Lifecycle`]. Cheap to clone.
+///
+/// * The machine is chosen by the subject's orchestrator version
+///   ([`Violation::Config`] "Machine resolution failed…" when none matches).
+/// * An init event starts it ([`MachineInstance::start_wire`]); any other event restores the
+///   persisted [`Snapshot`] and is sent to it ([`MachineInstance::send_wire`], which validates the
+///   event against the machine's contracts: an event of no contract is a [`Violation::Config`],
+///   invalid data a [`Violation::Contract`]).
+/// * Each service request becomes an event (source = the orchestrator; subject = the workflow's,
+///   or a new child subject for a service that is an orchestrator contract; to = the service
+///   type; redirectto = the orchestrator; parentid = the triggering event; one event per unique
+///   resolved service domain, default `[Local]`).
+/// * Once the machine is done, the completion `arvo.orc.<name>.done` is appended, exactly once,
+///   even with an empty output: subject = the parent subject ?? the workflow's; to =
+///   `meta.redirectto` ?? the initiator; parentid = the init event id; data = the output checked
+///   against the complete schema; default domains `[OrchestrationContext]`.
+pub struct Orchestrator<Mem> {
+    inner: Arc<Lifecycle<MachineCore, Mem>>,
+}
+
+impl<Mem> Clone for Orchestrator<Mem> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<Mem> fmt::Debug for Orchestrator<Mem> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Orchestrator").field("core", &self.inner.core()).finish_non_exhaustive()
+    }
+}
+
+impl<Mem: Memory<WorkflowRecord> + 'static> Orchestrator<Mem> {
+    /// Starts declaring an orchestrator storing its workflows in `memory`.
+    pub fn builder(memory: Mem) -> OrchestratorBuilder<Mem> {
+        OrchestratorBuilder {
+            memory,
+            machines: Vec::new(),
+            locking: Locking::default(),
+            executionunits: None,
+            service_domains: vec![Domain::Local],
+            complete_domains: vec![Domain::OrchestrationContext],
+            system_error_domains: DEFAULT_SYSTEM_ERROR_DOMAINS.to_vec(),
+        }
+    }
+
+    /// The memory.
+    pub fn memory(&self) -> &Mem {
+        self.inner.memory()
+    }
+
+    /// The lifecycle (the core step and the settings).
+    pub fn lifecycle(&self) -> &Lifecycle<MachineCore, Mem> {
+        &self.inner
+    }
+
+    /// The versions of the self contract served, in registration order.
+    pub fn versions(&self) -> Vec<&'static str> {
+        self.inner.core().versions()
+    }
+}
+
+impl<Mem: Memory<WorkflowRecord> + 'static> EventHandler for Orchestrator<Mem> {
+    fn source(&self) -> &str {
+        self.inner.core().source
+    }
+
+    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        self.inner.execute(event).await
+    }
+}
+
+/// Declares an [`Orchestrator`]: its machines (versions of one self contract), then options.
+pub struct OrchestratorBuilder<Mem> {
+    memory: Mem,
+    machines: Vec<Box<dyn ErasedMachine>>,
+    locking: Locking,
+    executionunits: Option<f64>,
+    service_domains: Vec<Domain>,
+    complete_domains: Vec<Domain>,
+    system_error_domains: Vec<Domain>,
+}
+
+impl<Mem> fmt::Debug for OrchestratorBuilder<Mem> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OrchestratorBuilder")
+            .field("machines", &self.machines.iter().map(|m| m.name()).collect::<Vec<_>>())
+            .field("locking", &self.locking)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Mem: Memory<WorkflowRecord> + 'static> OrchestratorBuilder<Mem> {
+    /// Adds machine `M`, serving the version of the self contract it implements.
+    #[must_use]
+    pub fn machine<M: Machine>(mut self) -> Self {
+        self.machines.push(Box::new(Erased::<M>(PhantomData)));
+        self
+    }
+
+    /// Sets the locking policy (default [`Locking::Always`]).
+    #[must_use]
+    pub fn locking(mut self, locking: Locking) -> Self {
+        self.locking = locking;
+        self
+    }
+
+    /// Sets the execution units stamped on every emitted event.
+    #[must_use]
+    pub fn execution_units(mut self, units: f64) -> Self {
+        self.executionunits = Some(units);
+        self
+    }
+
+    /// Sets the domains of service requests (default `[Local]`).
+    #[must_use]
+    pub fn service_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
+        self.service_domains = domains.into_iter().collect();
+        self
+    }
+
+    /// Sets the domains of the completion event (default `[OrchestrationContext]`).
+    #[must_use]
+    pub fn complete_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
+        self.complete_domains = domains.into_iter().collect();
+        self
+    }
+
+    /// Sets the domains of system-error events (default `[OrchestrationContext]`).
+    #[must_use]
+    pub fn system_error_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
+        self.system_error_domains = domains.into_iter().collect();
+        self
+    }
+
+    /// Checks the declaration: at least one machine, all with the same self contract (URI and
+    /// type) and distinct versions, finite execution units. Each problem is a
+    /// [`Violation::Config`].
+    pub fn build(self) -> Result<Orchestrator<Mem>, Violation> {
+        let Some(first) = self.machines.first() else {
+            return Err(Violation::config("an orchestrator needs at least one machine"));
+        };
+        let (uri, source) = (first.contract().uri(), first.contract().accepts().event_type());
+        for (i, machine) in self.machines.iter().enumerate() {
+            let vc = machine.contract();
+            if vc.uri() != uri || vc.accepts().event_type() != source {
+                return Err(Violation::config(format!(
+                    "Machine `{}` implements contract (uri={}, type={}) but machine `{}` implements (uri={uri}, type={source}): the machines of one orchestrator must be versions of one self contract",
+                    machine.name(),
+                    vc.uri(),
+                    vc.accepts().event_type(),
+                    first.name()
+                )));
+            }
+            if let Some(other) = self.machines[..i].iter().find(|m| m.contract().version() == vc.version()) {
+                return Err(Violation::config(format!(
+                    "Machines `{}` and `{}` both implement version {} of contract (uri={uri}): each version needs exactly one machine",
+                    other.name(),
+                    machine.name(),
+                    vc.version_str()
+                )));
+            }
+        }
+        let executionunits = match self.executionunits {
+            None => None,
+            Some(units) => Some(Number::from_f64(units).ok_or_else(|| {
+                Violation::config(format!("execution units must be a finite number, got {units}"))
+            })?),
+        };
+        let source: &'static str = first.contract().accepts().event_type();
+        let core = MachineCore {
+            source,
+            machines: self.machines,
+            service_domains: self.service_domains,
+            complete_domains: self.complete_domains,
+        };
+        let lifecycle = Lifecycle::new(core, self.memory)
+            .with_locking(self.locking)
+            .with_executionunits(executionunits)
+            .with_system_error_domains(self.system_error_domains);
+        Ok(Orchestrator { inner: Arc::new(lifecycle) })
+    }
+}

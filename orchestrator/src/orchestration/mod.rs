@@ -1,0 +1,171 @@
+//! Stateful orchestration: the lifecycle every orchestrator runs (Arvo's
+//! `orchestrationExecutionWrapper`) and the statechart [`Orchestrator`] over [`machine!`](crate::machine!)
+//! machines (Arvo's `ArvoOrchestrator`).
+//!
+//! # The lifecycle ([`Lifecycle::execute`])
+//!
+//! For each event delivered to an orchestrator (source `arvo.orc.<name>`):
+//!
+//! | Step | Action | On problem |
+//! |---|---|---|
+//! | 1 | parse the subject as an orchestration subject | [`Violation::Execution`] "Invalid event (id=…) subject format…" |
+//! | 2 | the subject's orchestrator name ≠ the handler source | `Ok([])` (another orchestrator's event) |
+//! | 3 | lock the workflow ([`Locking::Always`], the default) | denied → [`Violation::Transaction`] `LOCK_UNACQUIRED`; error → `LOCK_FAILURE` |
+//! | 4 | read the [`WorkflowRecord`] | error → `READ_FAILURE` |
+//! | 5 | failure latch set, workflow done, or the event is the last one consumed | `Ok([])` |
+//! | 6 | no record and not an init event | `Ok([])` |
+//! | 7 | the [`CoreStep`] | a violation is returned, nothing is persisted |
+//! | 8 | write the new record, compare-and-swap against the version read (`None` for a new workflow), fenced by the lease | error → `WRITE_FAILURE` |
+//! | 9 | unlock (always; errors are ignored: leases expire) and, once done, [`Memory::cleanup`](crate::memory::Memory::cleanup) | — |
+//!
+//! An ordinary failure of the core step ([`StepError::Failure`]) writes the **failure latch**
+//! against the version read (so an optimistic backend cannot lose it, unlike Arvo's bug 4) and
+//! returns `sys.arvo.orc.<name>.error` events ([`crate::emit::system_error_events`]): subject =
+//! the parent subject ?? the event's subject, `to` = the subject's initiator, `parentid` = the
+//! workflow's init event id. Later events of a latched workflow are ignored.
+//!
+//! # Differences from Arvo, on purpose
+//!
+//! * Locking is on by default whatever the machine's shape: two concurrent deliveries of one
+//!   workflow must never lose an update (Arvo's shape-based "smart locking" is its bug 7).
+//!   [`Locking::Never`] is for deliverers that already serialize a subject (the in-process
+//!   [`Broker`](crate::broker::Broker) does).
+//! * A machine's completion event is emitted exactly once, when it reaches a final state, even
+//!   when its output is empty (Arvo's bug 3).
+//! * A failed write of the failure latch is a `WRITE_FAILURE` violation (the deliverer retries)
+//!   instead of a log line.
+//! * Idempotency: an event whose id equals the record's last consumed event id is ignored, and a
+//!   finished workflow ignores everything. This makes an immediate redelivery harmless; the full
+//!   idempotency journal (returning the events originally produced for a redelivered event)
+//!   comes with the durable store. A backend whose retention removes finished workflows
+//!   ([`Retention::Remove`](crate::memory::Retention::Remove)) forgets them: a redelivered init
+//!   event then starts a new workflow; keep finished records ([`Retention::Keep`](crate::memory::Retention::Keep)
+//!   or [`RemoveAfter`](crate::memory::Retention::RemoveAfter)) for as long as redeliveries can happen.
+
+mod lifecycle;
+mod machine;
+
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Number, Value};
+
+pub use lifecycle::Lifecycle;
+pub use machine::{MachineCore, Orchestrator, OrchestratorBuilder};
+
+use crate::contract::{SystemErrorPayload, VersionedContract};
+use crate::emit::BoxError;
+use crate::event::Event;
+use crate::subject::Subject;
+use crate::violation::Violation;
+
+/// Whether a workflow can still run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "executionStatus", rename_all = "camelCase")]
+pub enum ExecutionStatus {
+    /// Running (or done).
+    Normal,
+    /// Poisoned by an ordinary failure: later events are ignored.
+    Failure {
+        /// What failed.
+        error: SystemErrorPayload,
+    },
+}
+
+/// The persisted state of one workflow, keyed by its subject: the same record for every kind of
+/// orchestrator; the kind-specific part is [`WorkflowRecord::state`] (for a machine, its
+/// [`Snapshot`](crate::machine::Snapshot): chart state and context, never the definition).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowRecord {
+    /// Normal, or the failure latch.
+    #[serde(flatten)]
+    pub execution_status: ExecutionStatus,
+    /// The workflow's subject.
+    pub subject: String,
+    /// The parent workflow's subject (`parentSubject$$` of the init event), for a child workflow.
+    pub parent_subject: Option<String>,
+    /// The id of the init event that started the workflow.
+    pub init_event_id: String,
+    /// Whether the workflow reached its end (its completion was emitted).
+    pub done: bool,
+    /// The kind-specific state (`null` when a workflow failed before it had one).
+    pub state: Value,
+    /// The id of the last event consumed (idempotency: a redelivery of it is ignored).
+    pub last_event_id: Option<String>,
+}
+
+impl WorkflowRecord {
+    /// Whether the failure latch is set.
+    pub fn is_failed(&self) -> bool {
+        matches!(self.execution_status, ExecutionStatus::Failure { .. })
+    }
+}
+
+/// When the lifecycle takes the workflow's lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Locking {
+    /// Lock every execution (the default): concurrent deliveries of one workflow are serialized
+    /// and never lose an update.
+    #[default]
+    Always,
+    /// Never lock: only for deliverers that never run two events of one subject at once (the
+    /// compare-and-swap write still refuses a lost update, as a `WRITE_FAILURE`).
+    Never,
+}
+
+/// What a [`CoreStep`] gets: the event, its parsed subject and the workflow so far.
+#[derive(Debug, Clone, Copy)]
+pub struct StepInput<'a> {
+    /// The event being executed.
+    pub event: &'a Event,
+    /// Its parsed subject (the workflow's).
+    pub subject: &'a Subject,
+    /// The kind-specific state of the record, `None` for a new workflow.
+    pub state: Option<&'a Value>,
+    /// The parent workflow's subject, for a child workflow.
+    pub parent_subject: Option<&'a str>,
+    /// The id of the workflow's init event.
+    pub init_event_id: &'a str,
+    /// The orchestrator's execution units.
+    pub executionunits: Option<&'a Number>,
+}
+
+/// What a [`CoreStep`] produced.
+#[derive(Debug, Clone)]
+pub struct StepOutput {
+    /// The events to emit.
+    pub events: Vec<Event>,
+    /// The new kind-specific state.
+    pub state: Value,
+    /// Whether the workflow is finished (its completion event is among `events`).
+    pub done: bool,
+}
+
+/// Why a [`CoreStep`] failed.
+#[derive(Debug)]
+pub enum StepError {
+    /// A violation: returned to the deliverer, nothing is persisted.
+    Violation(Violation),
+    /// An ordinary failure: the failure latch is written and system-error events are returned.
+    Failure(BoxError),
+}
+
+impl From<Violation> for StepError {
+    fn from(violation: Violation) -> Self {
+        Self::Violation(violation)
+    }
+}
+
+/// The kind-specific part of an orchestrator (a statechart, a resumable function…), run by
+/// [`Lifecycle`] between the read and the write of the workflow record.
+pub trait CoreStep: Send + Sync + 'static {
+    /// The orchestrator's source: its init event type `arvo.orc.<name>`.
+    fn source(&self) -> &str;
+
+    /// The contract version whose `sys.<type>.error` events report failures.
+    fn system_error_contract(&self) -> &VersionedContract;
+
+    /// Runs one event against the workflow's state.
+    fn step(&self, input: StepInput<'_>) -> impl Future<Output = Result<StepOutput, StepError>> + Send;
+}
