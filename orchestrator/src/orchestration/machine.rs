@@ -121,114 +121,124 @@ impl MachineCore {
                 ))
             })
     }
+}
 
-    /// The base of every emitted event: source, accesscontrol, execution units, trace headers.
-    fn base(&self, input: &StepInput<'_>) -> crate::event::EventBuilder {
-        let event = input.event;
-        Event::builder()
-            .source(self.source)
-            .redirectto(self.source)
-            .accesscontrol_opt(event.accesscontrol())
-            .executionunits_opt(input.executionunits.cloned())
-            // OpenTelemetry: the orchestrator span's headers instead of the input's.
-            .traceparent_opt(event.traceparent())
-            .tracestate_opt(event.tracestate())
-    }
+/// The base of every event an orchestrator emits: source, redirectto, accesscontrol, execution
+/// units, trace headers.
+fn base(source: &'static str, input: &StepInput<'_>) -> crate::event::EventBuilder {
+    let event = input.event;
+    Event::builder()
+        .source(source)
+        .redirectto(source)
+        .accesscontrol_opt(event.accesscontrol())
+        .executionunits_opt(input.executionunits.cloned())
+        // OpenTelemetry: the orchestrator span's headers instead of the input's.
+        .traceparent_opt(event.traceparent())
+        .tracestate_opt(event.tracestate())
+}
 
-    fn request_events(
-        &self,
-        input: &StepInput<'_>,
-        self_contract: &VersionedContract,
-        requests: &[ServiceRequest],
-    ) -> Result<Vec<Event>, Violation> {
-        let event = input.event;
-        let mut out = Vec::with_capacity(requests.len());
-        for request in requests {
-            let ctx = DomainContext::for_event(event)
-                .parent_subject(input.parent_subject)
-                .self_contract_domain(self_contract.domain())
-                .event_contract_domain(request.contract.domain());
-            let is_child = matches!(request.contract.kind(), ContractKind::Orchestrator { .. });
-            for domain in resolve_all(&self.service_domains, &ctx) {
-                let subject = if is_child {
-                    self.child_subject(request, domain.as_deref())?.as_str().to_owned()
-                } else {
-                    event.subject().to_owned()
-                };
-                let base = self
-                    .base(input)
-                    .subject(subject)
-                    .to(request.event_type)
-                    .parentid(event.id())
-                    .domain_opt(domain);
-                out.push(request.to_event(base).map_err(|e| {
-                    Violation::contract(format!(
-                        "[Emittable Event Creation] Invalid event data: the request to service '{}' ({}) from orchestrator {} (event id={}) cannot be built: {e}",
-                        request.service,
-                        request.event_type,
-                        self.source,
-                        event.id()
-                    ))
-                })?);
-            }
+/// The events of service requests emitted by orchestrator `source` (Arvo's 2.6): one per unique
+/// resolved domain of `service_domains`; a child subject for an orchestrator-contract service.
+/// Shared by every kind of orchestrator.
+pub(super) fn request_events(
+    source: &'static str,
+    service_domains: &[Domain],
+    input: &StepInput<'_>,
+    self_contract: &VersionedContract,
+    requests: &[ServiceRequest],
+) -> Result<Vec<Event>, Violation> {
+    let event = input.event;
+    let mut out = Vec::with_capacity(requests.len());
+    for request in requests {
+        let ctx = DomainContext::for_event(event)
+            .parent_subject(input.parent_subject)
+            .self_contract_domain(self_contract.domain())
+            .event_contract_domain(request.contract.domain());
+        let is_child = matches!(request.contract.kind(), ContractKind::Orchestrator { .. });
+        for domain in resolve_all(service_domains, &ctx) {
+            let subject = if is_child {
+                child_subject(source, request, domain.as_deref())?.as_str().to_owned()
+            } else {
+                event.subject().to_owned()
+            };
+            let base = base(source, input)
+                .subject(subject)
+                .to(request.event_type)
+                .parentid(event.id())
+                .domain_opt(domain);
+            out.push(request.to_event(base).map_err(|e| {
+                Violation::contract(format!(
+                    "[Emittable Event Creation] Invalid event data: the request to service '{}' ({}) from orchestrator {} (event id={}) cannot be built: {e}",
+                    request.service,
+                    request.event_type,
+                    source,
+                    event.id()
+                ))
+            })?);
         }
-        Ok(out)
     }
+    Ok(out)
+}
 
-    /// The subject of a child orchestration: `from(parentSubject$$)` (or a new root when the
-    /// request has none) with orchestrator = the child's type and the service contract's version,
-    /// `meta.redirectto` = this orchestrator.
-    fn child_subject(&self, request: &ServiceRequest, domain: Option<&str>) -> Result<Subject, Violation> {
-        let fail = |e: &dyn fmt::Display| {
-            Violation::execution(format!(
-                "[Emittable Event Creation] Invalid parentSubject$$ for the child orchestration '{}' requested by {}: {e}",
-                request.event_type, self.source
-            ))
-        };
-        let builder = match request.parent_subject() {
-            Some(parent) => Subject::parse(parent)
-                .map_err(|e| fail(&e))?
-                .child(request.event_type, request.contract.version_str()),
-            None => Subject::builder(request.event_type, request.contract.version_str(), self.source),
-        };
-        let builder = match domain {
-            Some(domain) => builder.domain(domain),
-            None => builder,
-        };
-        builder.meta("redirectto", self.source).build().map_err(|e| fail(&e))
-    }
+/// The subject of a child orchestration: `from(parentSubject$$)` (or a new root when the
+/// request has none) with orchestrator = the child's type and the service contract's version,
+/// `meta.redirectto` = this orchestrator.
+fn child_subject(
+    source: &'static str,
+    request: &ServiceRequest,
+    domain: Option<&str>,
+) -> Result<Subject, Violation> {
+    let fail = |e: &dyn fmt::Display| {
+        Violation::execution(format!(
+            "[Emittable Event Creation] Invalid parentSubject$$ for the child orchestration '{}' requested by {}: {e}",
+            request.event_type, source
+        ))
+    };
+    let builder = match request.parent_subject() {
+        Some(parent) => Subject::parse(parent)
+            .map_err(|e| fail(&e))?
+            .child(request.event_type, request.contract.version_str()),
+        None => Subject::builder(request.event_type, request.contract.version_str(), source),
+    };
+    let builder = match domain {
+        Some(domain) => builder.domain(domain),
+        None => builder,
+    };
+    builder.meta("redirectto", source).build().map_err(|e| fail(&e))
+}
 
-    fn completion_events(
-        &self,
-        input: &StepInput<'_>,
-        machine: &dyn ErasedMachine,
-        output: Value,
-    ) -> Result<Vec<Event>, Violation> {
-        let event = input.event;
-        let vc = machine.contract();
-        let ctx =
-            DomainContext::for_event(event).parent_subject(input.parent_subject).contract_domain(vc.domain());
-        let to = input.subject.meta("redirectto").unwrap_or(input.subject.initiator());
-        let base = self
-            .base(input)
-            .subject(input.parent_subject.unwrap_or(event.subject()))
-            .to(to)
-            .parentid(input.init_event_id);
-        resolve_all(&self.complete_domains, &ctx)
-            .into_iter()
-            .map(|domain| {
-                vc.event_from_json(machine.complete_type(), output.clone(), base.clone().domain_opt(domain))
-                    .map_err(|e| {
-                        Violation::contract(format!(
-                            "[Emittable Event Creation] Invalid event data: the completion of machine `{}` ({}) does not match {}: {e}",
-                            machine.name(),
-                            machine.complete_type(),
-                            vc.dataschema()
-                        ))
-                    })
+/// The completion events of orchestrator `source` (Arvo's 2.6): type `complete_type` of the self
+/// contract `vc`, subject = the parent subject ?? the workflow's, to = `meta.redirectto` ?? the
+/// initiator, parentid = the init event id, one per unique resolved domain of
+/// `complete_domains`. `what` names the orchestrator in error messages.
+pub(super) fn completion_events(
+    source: &'static str,
+    complete_domains: &[Domain],
+    input: &StepInput<'_>,
+    vc: &VersionedContract,
+    complete_type: &str,
+    what: &dyn fmt::Display,
+    output: Value,
+) -> Result<Vec<Event>, Violation> {
+    let event = input.event;
+    let ctx =
+        DomainContext::for_event(event).parent_subject(input.parent_subject).contract_domain(vc.domain());
+    let to = input.subject.meta("redirectto").unwrap_or(input.subject.initiator());
+    let base = base(source, input)
+        .subject(input.parent_subject.unwrap_or(event.subject()))
+        .to(to)
+        .parentid(input.init_event_id);
+    resolve_all(complete_domains, &ctx)
+        .into_iter()
+        .map(|domain| {
+            vc.event_from_json(complete_type, output.clone(), base.clone().domain_opt(domain)).map_err(|e| {
+                Violation::contract(format!(
+                    "[Emittable Event Creation] Invalid event data: the completion of {what} ({complete_type}) does not match {}: {e}",
+                    vc.dataschema()
+                ))
             })
-            .collect()
-    }
+        })
+        .collect()
 }
 
 impl CoreStep for MachineCore {
@@ -244,10 +254,19 @@ impl CoreStep for MachineCore {
     async fn step(&self, input: StepInput<'_>) -> Result<StepOutput, StepError> {
         let machine = self.resolve(input.subject)?;
         let Stepped { requests, state, output } = machine.run(input.event, input.state)?;
-        let mut events = self.request_events(&input, machine.contract(), &requests)?;
+        let mut events =
+            request_events(self.source, &self.service_domains, &input, machine.contract(), &requests)?;
         let done = output.is_some();
         if let Some(output) = output {
-            events.extend(self.completion_events(&input, machine, output)?);
+            events.extend(completion_events(
+                self.source,
+                &self.complete_domains,
+                &input,
+                machine.contract(),
+                machine.complete_type(),
+                &format_args!("machine `{}`", machine.name()),
+                output,
+            )?);
         }
         Ok(StepOutput { events, state, done })
     }

@@ -44,6 +44,7 @@
 
 mod lifecycle;
 mod machine;
+pub mod resumable;
 
 use std::future::Future;
 
@@ -52,6 +53,7 @@ use serde_json::{Number, Value};
 
 pub use lifecycle::Lifecycle;
 pub use machine::{MachineCore, Orchestrator, OrchestratorBuilder};
+pub use resumable::{Resumable, ResumableBuilder};
 
 use crate::contract::{SystemErrorPayload, VersionedContract};
 use crate::emit::BoxError;

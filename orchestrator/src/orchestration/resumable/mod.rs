@@ -1,0 +1,622 @@
+//! [`Resumable`]: an imperative, resumable orchestrator (Arvo's `ArvoResumable`), run by the same
+//! orchestration [`Lifecycle`] as the statechart [`Orchestrator`](super::Orchestrator).
+//!
+//! A resumable is one async function per version of its self orchestrator contract. Each event of
+//! a workflow (the init event, then the responses of the services it calls) runs the function
+//! with a [`ResumableInput`]: the typed init payload or the service event, the context the previous
+//! steps returned, and the responses [`Collected`] so far. The function returns a
+//! [`ResumableOutput`]: service [`Request`]s, a new context, and the completion output once done;
+//! returning nothing waits for more events.
+//!
+//! # Core step (Arvo's 2.4, with its bug 8 fixed)
+//!
+//! 1. The function is chosen by the **subject's** orchestrator version
+//!    ([`Violation::Config`] "Handler resolution failed…" when none matches).
+//! 2. The event is validated: the init event against the self contract version, any other event
+//!    against the declared service contracts (an emitted or system-error type of one of them).
+//!    An event of no declared contract is a [`Violation::Config`], invalid data a
+//!    [`Violation::Contract`].
+//! 3. A workflow that is done, a **second init event** of an existing workflow, and a response
+//!    already collected produce nothing and do **not** run the function (Arvo re-runs it on a
+//!    duplicate init: its bug 8).
+//! 4. A response whose `parentid` is a request of the last step that emitted requests is
+//!    collected; any other event is not collected, but the function still runs with it.
+//! 5. After the function: the requests become events exactly like a machine's (one per resolved
+//!    service domain, default `[Local]`; a child subject for an orchestrator-contract service);
+//!    if any were emitted, the expected responses become those events' ids (else the previous
+//!    map is kept); the output, when set, becomes the completion event `arvo.orc.<name>.done`
+//!    (exactly as a machine's) and the workflow is done.
+//! 6. A function error that is a (boxed) [`Violation`] is returned and nothing is persisted; any
+//!    other error sets the lifecycle's failure latch and becomes `sys.arvo.orc.<name>.error`
+//!    events; later events of the workflow are ignored.
+//!
+//! Locking: the lifecycle locks every execution by default ([`Locking::Always`]), whatever the
+//! fan-out (Arvo's bug 7 skips the lock for a single service even when it fans out to it).
+//!
+//! The persisted state ([`ResumableState`]) is `{"status": "active"|"done", "state$$": context,
+//! "events": {"expected": {request id: [responses]}}}`.
+
+mod io;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Number, Value};
+
+pub use io::{Collected, Request, ResumableInput, ResumableOutput};
+
+use super::machine::{completion_events, request_events};
+use super::{CoreStep, Lifecycle, Locking, StepError, StepInput, StepOutput, WorkflowRecord};
+use crate::contract::{
+    ArvoContract, Contract, ContractVersion, Emits, OrchestratorVersion, VersionedContract,
+};
+use crate::dataschema;
+use crate::domain::Domain;
+use crate::emit::{BoxError, DEFAULT_SYSTEM_ERROR_DOMAINS};
+use crate::event::Event;
+use crate::handler::EventHandler;
+use crate::machine::ServiceRequest;
+use crate::memory::Memory;
+use crate::subject::Subject;
+use crate::violation::Violation;
+
+/// Whether a resumable workflow still runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ResumableStatus {
+    /// Waiting for events.
+    #[default]
+    Active,
+    /// Completed (its completion event was emitted).
+    Done,
+}
+
+/// The events a resumable workflow waits for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResumableEvents {
+    /// Request id (of the last step that emitted requests) → the responses received for it.
+    pub expected: IndexMap<String, Vec<Event>>,
+}
+
+/// The kind-specific state of a resumable workflow ([`WorkflowRecord::state`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResumableState {
+    /// Active or done.
+    pub status: ResumableStatus,
+    /// The context returned by the function (`null` until one is returned).
+    #[serde(rename = "state$$")]
+    pub context: Value,
+    /// The expected responses.
+    pub events: ResumableEvents,
+}
+
+impl ResumableState {
+    /// The state of a workflow record.
+    pub fn from_record(record: &WorkflowRecord) -> Result<Self, serde_json::Error> {
+        Self::deserialize(&record.state)
+    }
+}
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// One call of a version's function, without its types.
+struct Call {
+    event: Event,
+    subject: Subject,
+    is_init: bool,
+    context: Value,
+    collected: Collected,
+    parent_subject: Option<String>,
+    contract: &'static VersionedContract,
+}
+
+/// What a version's function returned, without its types.
+struct Returned {
+    context: Option<Value>,
+    requests: Vec<Request>,
+    output: Option<Value>,
+}
+
+type HandlerFn = Box<dyn Fn(Call) -> BoxFuture<Result<Returned, BoxError>> + Send + Sync>;
+
+struct VersionEntry {
+    contract: &'static VersionedContract,
+    self_contract: &'static ArvoContract,
+    complete_type: &'static str,
+    handler: HandlerFn,
+}
+
+fn boxed(violation: Violation) -> BoxError {
+    Box::new(violation)
+}
+
+/// The [`CoreStep`] of a [`Resumable`]. See the [module documentation](self).
+pub struct ResumableCore {
+    source: &'static str,
+    versions: Vec<VersionEntry>,
+    services: Vec<&'static VersionedContract>,
+    service_domains: Vec<Domain>,
+    complete_domains: Vec<Domain>,
+}
+
+impl fmt::Debug for ResumableCore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResumableCore")
+            .field("source", &self.source)
+            .field("versions", &self.versions())
+            .field("services", &self.services.iter().map(|s| s.dataschema()).collect::<Vec<_>>())
+            .field("service_domains", &self.service_domains)
+            .field("complete_domains", &self.complete_domains)
+            .finish()
+    }
+}
+
+impl ResumableCore {
+    /// The versions of the self contract served, in registration order.
+    pub fn versions(&self) -> Vec<&'static str> {
+        self.versions.iter().map(|v| v.contract.version_str()).collect()
+    }
+
+    /// The declared service contracts.
+    pub fn services(&self) -> &[&'static VersionedContract] {
+        &self.services
+    }
+
+    fn resolve(&self, subject: &Subject) -> Result<&VersionEntry, Violation> {
+        self.versions.iter().find(|v| v.contract.version_str() == subject.orchestrator_version()).ok_or_else(
+            || {
+                Violation::config(format!(
+                    "Handler resolution failed: No handler found matching orchestrator name='{}' and version='{}'.",
+                    subject.orchestrator_name(),
+                    subject.orchestrator_version()
+                ))
+            },
+        )
+    }
+
+    /// Validates a non-init event against the service contract declaring its type.
+    fn validate_service(&self, event: &Event) -> Result<(), Violation> {
+        let t = event.r#type();
+        let candidates: Vec<&VersionedContract> = self
+            .services
+            .iter()
+            .copied()
+            .filter(|vc| vc.accepts().event_type() != t && vc.schema_for_type(t).is_some())
+            .collect();
+        let parsed = event.dataschema().and_then(dataschema::parse);
+        let chosen = parsed
+            .as_ref()
+            .and_then(|p| {
+                candidates
+                    .iter()
+                    .find(|vc| vc.uri() == p.uri && vc.version() == p.version)
+                    .or_else(|| candidates.iter().find(|vc| vc.uri() == p.uri))
+            })
+            .or_else(|| candidates.first());
+        match chosen {
+            Some(vc) => vc.validate_emitted(event).map_err(|v| match v {
+                Violation::Contract { message, .. } => Violation::contract(format!(
+                    "Input validation failed - Event data does not meet contract requirements: {message}"
+                )),
+                other => other,
+            }),
+            None => Err(Violation::config(format!(
+                "Contract validation failed - Event (id={}, type={}) does not match any registered contract schemas in the resumable `{}`",
+                event.id(),
+                t,
+                self.source
+            ))),
+        }
+    }
+
+    fn service_requests(
+        &self,
+        event: &Event,
+        requests: &[Request],
+    ) -> Result<Vec<ServiceRequest>, Violation> {
+        requests
+            .iter()
+            .map(|request| {
+                let contract = request.contract;
+                let event_type = contract.accepts().event_type();
+                if !self.services.iter().any(|s| s.uri() == contract.uri() && s.version() == contract.version()) {
+                    return Err(Violation::config(format!(
+                        "Resumable {} requested service {} ({event_type}), which is not among its declared services",
+                        self.source,
+                        contract.dataschema()
+                    )));
+                }
+                let data = request.payload(event.subject()).map_err(|e| {
+                    Violation::contract(format!(
+                        "[Emittable Event Creation] Invalid event data: the request to service '{event_type}' cannot be serialized: {e}"
+                    ))
+                })?;
+                contract.accepts().validate(&data).map_err(|errors| {
+                    Violation::contract(format!(
+                        "[Emittable Event Creation] Invalid event data: the request to service '{event_type}' does not match {}: {errors}",
+                        contract.dataschema()
+                    ))
+                })?;
+                Ok(ServiceRequest {
+                    service: event_type,
+                    contract,
+                    event_type,
+                    dataschema: contract.dataschema(),
+                    data,
+                })
+            })
+            .collect()
+    }
+}
+
+fn unchanged(state: Option<&Value>, done: bool) -> StepOutput {
+    StepOutput { events: Vec::new(), state: state.cloned().unwrap_or(Value::Null), done }
+}
+
+impl CoreStep for ResumableCore {
+    fn source(&self) -> &str {
+        self.source
+    }
+
+    fn system_error_contract(&self) -> &VersionedContract {
+        // Every version shares the self contract; system errors use `<uri>/0.0.0` anyway.
+        self.versions[0].contract
+    }
+
+    async fn step(&self, input: StepInput<'_>) -> Result<StepOutput, StepError> {
+        let entry = self.resolve(input.subject)?;
+        let event = input.event;
+        let is_init = event.r#type() == self.source;
+        if is_init {
+            entry.contract.validate_accepts(event).map_err(|v| match v {
+                Violation::Contract { message, .. } => Violation::contract(format!(
+                    "Input validation failed - Event data does not meet contract requirements: {message}"
+                )),
+                other => other,
+            })?;
+        } else {
+            self.validate_service(event)?;
+        }
+        let previous = match input.state {
+            None | Some(Value::Null) => None,
+            Some(state) => Some(ResumableState::deserialize(state).map_err(|e| {
+                Violation::execution(format!(
+                    "The state of resumable workflow (subject={}) cannot be read: {e}",
+                    event.subject()
+                ))
+            })?),
+        };
+        let mut state = match previous {
+            // Done, or a duplicate init (Arvo's bug 8): nothing happens.
+            Some(state) if state.status == ResumableStatus::Done || is_init => {
+                return Ok(unchanged(input.state, state.status == ResumableStatus::Done));
+            }
+            Some(state) => state,
+            None => ResumableState::default(),
+        };
+        if let Some(list) = event.parentid().and_then(|id| state.events.expected.get_mut(id)) {
+            if list.iter().any(|e| e.id() == event.id()) {
+                // A redelivered response: already counted.
+                return Ok(unchanged(input.state, false));
+            }
+            list.push(event.clone());
+        }
+        let call = Call {
+            event: event.clone(),
+            subject: input.subject.clone(),
+            is_init,
+            context: state.context.clone(),
+            collected: Collected::group(state.events.expected.values().flatten()),
+            parent_subject: input.parent_subject.map(str::to_owned),
+            contract: entry.contract,
+        };
+        let returned = (entry.handler)(call).await.map_err(|error| match error.downcast::<Violation>() {
+            Ok(violation) => StepError::Violation(*violation),
+            Err(error) => StepError::Failure(error),
+        })?;
+        let requests = self.service_requests(event, &returned.requests)?;
+        let mut events =
+            request_events(self.source, &self.service_domains, &input, entry.contract, &requests)?;
+        if !events.is_empty() {
+            state.events.expected = events.iter().map(|e| (e.id().to_owned(), Vec::new())).collect();
+        }
+        if let Some(context) = returned.context {
+            state.context = context;
+        }
+        if let Some(output) = returned.output {
+            events.extend(completion_events(
+                self.source,
+                &self.complete_domains,
+                &input,
+                entry.contract,
+                entry.complete_type,
+                &format_args!("resumable `{}`", self.source),
+                output,
+            )?);
+            state.status = ResumableStatus::Done;
+        }
+        let done = state.status == ResumableStatus::Done;
+        let state = serde_json::to_value(&state).map_err(|e| {
+            Violation::execution(format!(
+                "The state of resumable workflow (subject={}) cannot be written: {e}",
+                event.subject()
+            ))
+        })?;
+        Ok(StepOutput { events, state, done })
+    }
+}
+
+/// An imperative, resumable orchestrator: one async function per version of one self
+/// orchestrator contract, inside the orchestration [`Lifecycle`]. Cheap to clone. See the
+/// [module documentation](self).
+pub struct Resumable<Mem> {
+    inner: Arc<Lifecycle<ResumableCore, Mem>>,
+}
+
+impl<Mem> Clone for Resumable<Mem> {
+    fn clone(&self) -> Self {
+        Self { inner: Arc::clone(&self.inner) }
+    }
+}
+
+impl<Mem> fmt::Debug for Resumable<Mem> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Resumable").field("core", &self.inner.core()).finish_non_exhaustive()
+    }
+}
+
+impl<Mem: Memory<WorkflowRecord> + 'static> Resumable<Mem> {
+    /// Starts declaring a resumable storing its workflows in `memory`.
+    pub fn builder(memory: Mem) -> ResumableBuilder<Mem> {
+        ResumableBuilder {
+            memory,
+            versions: Vec::new(),
+            services: Vec::new(),
+            locking: Locking::default(),
+            executionunits: None,
+            service_domains: vec![Domain::Local],
+            complete_domains: vec![Domain::OrchestrationContext],
+            system_error_domains: DEFAULT_SYSTEM_ERROR_DOMAINS.to_vec(),
+        }
+    }
+
+    /// The memory.
+    pub fn memory(&self) -> &Mem {
+        self.inner.memory()
+    }
+
+    /// The lifecycle (the core step and the settings).
+    pub fn lifecycle(&self) -> &Lifecycle<ResumableCore, Mem> {
+        &self.inner
+    }
+
+    /// The versions of the self contract served, in registration order.
+    pub fn versions(&self) -> Vec<&'static str> {
+        self.inner.core().versions()
+    }
+}
+
+impl<Mem: Memory<WorkflowRecord> + 'static> EventHandler for Resumable<Mem> {
+    fn source(&self) -> &str {
+        self.inner.core().source
+    }
+
+    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        self.inner.execute(event).await
+    }
+}
+
+/// Declares a [`Resumable`]: a function for every version of the self contract, its services,
+/// then options.
+pub struct ResumableBuilder<Mem> {
+    memory: Mem,
+    versions: Vec<VersionEntry>,
+    services: Vec<&'static VersionedContract>,
+    locking: Locking,
+    executionunits: Option<f64>,
+    service_domains: Vec<Domain>,
+    complete_domains: Vec<Domain>,
+    system_error_domains: Vec<Domain>,
+}
+
+impl<Mem> fmt::Debug for ResumableBuilder<Mem> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResumableBuilder")
+            .field("versions", &self.versions.iter().map(|v| v.contract.dataschema()).collect::<Vec<_>>())
+            .field("services", &self.services.iter().map(|s| s.dataschema()).collect::<Vec<_>>())
+            .field("locking", &self.locking)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
+    /// The function handling version `V` of the self contract, with context type `C` (both
+    /// usually inferred from the closure's `ResumableInput<V, C>` argument).
+    ///
+    /// It returns a [`ResumableOutput<V, C>`] or an error: a boxed [`Violation`] is returned by
+    /// `execute` as is (nothing persisted); any other error latches the workflow and becomes
+    /// system-error events.
+    #[must_use]
+    pub fn version<V, C, F, Fut>(mut self, handler: F) -> Self
+    where
+        V: OrchestratorVersion,
+        C: Serialize + DeserializeOwned + Send + Sync + Clone + 'static,
+        F: Fn(ResumableInput<V, C>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ResumableOutput<V, C>, BoxError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let erased: HandlerFn = Box::new(move |call: Call| {
+            let handler = Arc::clone(&handler);
+            Box::pin(async move {
+                let input = typed_input::<V, C>(call)?;
+                let ResumableOutput { context, requests, output } = (*handler)(input).await?;
+                let context = context.map(serde_json::to_value).transpose().map_err(|e| {
+                    boxed(Violation::execution(format!("the resumable context cannot be serialized: {e}")))
+                })?;
+                let output = output.map(serde_json::to_value).transpose().map_err(|e| {
+                    boxed(Violation::contract(format!(
+                        "[Emittable Event Creation] Invalid event data: the resumable output cannot be serialized: {e}"
+                    )))
+                })?;
+                Ok(Returned { context, requests, output })
+            })
+        });
+        self.versions.push(VersionEntry {
+            contract: V::versioned(),
+            self_contract: <V::Contract as Contract>::contract(),
+            complete_type: <V as Emits<V::Complete>>::EVENT_TYPE,
+            handler: erased,
+        });
+        self
+    }
+
+    /// Declares service `S` (a contract version the functions send requests to and receive
+    /// responses from; an orchestrator contract for child workflows).
+    #[must_use]
+    pub fn service<S: ContractVersion>(mut self) -> Self {
+        self.services.push(S::versioned());
+        self
+    }
+
+    /// Sets the locking policy (default [`Locking::Always`]).
+    #[must_use]
+    pub fn locking(mut self, locking: Locking) -> Self {
+        self.locking = locking;
+        self
+    }
+
+    /// Sets the execution units stamped on every emitted event.
+    #[must_use]
+    pub fn execution_units(mut self, units: f64) -> Self {
+        self.executionunits = Some(units);
+        self
+    }
+
+    /// Sets the domains of service requests (default `[Local]`).
+    #[must_use]
+    pub fn service_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
+        self.service_domains = domains.into_iter().collect();
+        self
+    }
+
+    /// Sets the domains of the completion event (default `[OrchestrationContext]`).
+    #[must_use]
+    pub fn complete_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
+        self.complete_domains = domains.into_iter().collect();
+        self
+    }
+
+    /// Sets the domains of system-error events (default `[OrchestrationContext]`).
+    #[must_use]
+    pub fn system_error_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
+        self.system_error_domains = domains.into_iter().collect();
+        self
+    }
+
+    /// Checks the declaration: functions for versions of one self contract, exactly one for
+    /// every version; services with distinct URIs, the self contract not among them; finite
+    /// execution units. Every problem is listed in one [`Violation::Config`].
+    pub fn build(self) -> Result<Resumable<Mem>, Violation> {
+        let Some(first) = self.versions.first() else {
+            return Err(Violation::config("a resumable needs a function for every version of its contract"));
+        };
+        let contract = first.self_contract;
+        let mut problems = Vec::new();
+        for (i, entry) in self.versions.iter().enumerate() {
+            if entry.contract.uri() != contract.uri() {
+                problems.push(format!(
+                    "version {} of contract (uri={}) is not a version of the self contract (uri={})",
+                    entry.contract.version_str(),
+                    entry.contract.uri(),
+                    contract.uri()
+                ));
+            } else if self.versions[..i].iter().any(|e| e.contract.version() == entry.contract.version()) {
+                problems.push(format!("more than one function for version {}", entry.contract.version_str()));
+            }
+        }
+        let missing: Vec<&str> = contract
+            .versions()
+            .filter(|vc| !self.versions.iter().any(|e| e.contract.version() == vc.version()))
+            .map(VersionedContract::version_str)
+            .collect();
+        if !missing.is_empty() {
+            problems
+                .push(format!("a function is required for every version; missing: {}", missing.join(", ")));
+        }
+        for (i, service) in self.services.iter().enumerate() {
+            if service.uri() == contract.uri() {
+                problems.push(format!("the self contract (uri={}) cannot be a service", contract.uri()));
+            } else if self.services[..i].iter().any(|s| s.uri() == service.uri()) {
+                problems.push(format!("two services with the same contract uri {}", service.uri()));
+            }
+        }
+        let executionunits = match self.executionunits {
+            None => None,
+            Some(units) => {
+                let number = Number::from_f64(units);
+                if number.is_none() {
+                    problems.push(format!("execution units must be a finite number, got {units}"));
+                }
+                number
+            }
+        };
+        let source: &'static str = first.contract.accepts().event_type();
+        if !problems.is_empty() {
+            return Err(Violation::config(format!(
+                "Invalid resumable {source} (contract uri={}): {}",
+                contract.uri(),
+                problems.join("; ")
+            ))
+            .with_metadata(serde_json::json!({ "missingVersions": missing })));
+        }
+        let core = ResumableCore {
+            source,
+            versions: self.versions,
+            services: self.services,
+            service_domains: self.service_domains,
+            complete_domains: self.complete_domains,
+        };
+        let lifecycle = Lifecycle::new(core, self.memory)
+            .with_locking(self.locking)
+            .with_executionunits(executionunits)
+            .with_system_error_domains(self.system_error_domains);
+        Ok(Resumable { inner: Arc::new(lifecycle) })
+    }
+}
+
+/// Decodes an untyped call into the typed input of version `V` with context `C`.
+fn typed_input<V: OrchestratorVersion, C: DeserializeOwned>(
+    call: Call,
+) -> Result<ResumableInput<V, C>, BoxError> {
+    let Call { event, subject, is_init, context, collected, parent_subject, contract } = call;
+    let init = if is_init {
+        let accepts = V::Accepts::deserialize(event.data_value()).map_err(|e| {
+            boxed(Violation::contract(format!(
+                "Event (id={}, type={}) data passed its schema but does not decode as {}: {e}",
+                event.id(),
+                event.r#type(),
+                std::any::type_name::<V::Init>()
+            )))
+        })?;
+        Some(accepts.data)
+    } else {
+        None
+    };
+    let context = match context {
+        Value::Null => None,
+        value => Some(C::deserialize(value).map_err(|e| {
+            boxed(Violation::execution(format!(
+                "The context of resumable workflow (subject={}) does not decode as {}: {e}",
+                subject.as_str(),
+                std::any::type_name::<C>()
+            )))
+        })?),
+    };
+    let service = (!is_init).then(|| event.clone());
+    Ok(ResumableInput::new(init, service, context, collected, event, subject, parent_subject, contract))
+}
