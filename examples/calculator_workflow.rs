@@ -1,0 +1,127 @@
+//! Arvo's calculator example (X1): an averaging workflow declared with `machine!` calls the add
+//! and divide services; everything runs in-process on the broker, and the example prints the
+//! timeline of events and the workflow's result.
+//!
+//! Run with `cargo run --example calculator_workflow`.
+
+use orchestrator::broker::Broker;
+use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
+use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
+use orchestrator::orchestration::Orchestrator;
+use orchestrator::prelude::*;
+use orchestrator_examples::calculator::{
+    Add, AddV1, AverageInput, AverageOutput, AverageV1, Divide, DivideRequest, DivideRequestV2, DivideV1,
+    DivideV2, Operands, Quotient, Sum,
+};
+
+/// The workflow's context: the numbers, their running sum and the errors met.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Averaging {
+    /// The numbers to average.
+    pub values: Vec<f64>,
+    /// How many have been added so far.
+    pub added: usize,
+    /// Their sum so far.
+    pub sum: f64,
+    /// The result.
+    pub average: f64,
+}
+
+/// Records the sum a response carries, then asks for the next addition if numbers are left.
+fn add_next(ctx: &mut Averaging, event: &AverageFlowEvent, out: &mut AverageFlowOutbox<'_>) {
+    if let AverageFlowEvent::AddSum(s) = event {
+        ctx.sum = s.sum;
+        ctx.added += 1;
+    }
+    if let Some(next) = ctx.values.get(ctx.added) {
+        out.add(Operands { a: ctx.sum, b: *next });
+    }
+}
+
+/// True when the response being handled is the sum of the last number.
+fn is_last(ctx: &Averaging, _: &AverageFlowEvent) -> bool {
+    ctx.added + 1 >= ctx.values.len()
+}
+
+fn divide(ctx: &mut Averaging, _: &AverageFlowEvent, out: &mut AverageFlowOutbox<'_>) {
+    out.divide(DivideRequest { numerator: ctx.sum, denominator: ctx.values.len() as f64 });
+}
+
+orchestrator::machine! {
+    /// Adds the numbers one by one with the add service, then divides by their count.
+    pub machine AverageFlow {
+        contract: AverageV1,
+        services: { add: AddV1, divide: DivideV1 },
+        context: Averaging,
+        init: |input| Averaging { values: input.values.clone(), ..Averaging::default() },
+        output: |ctx| AverageOutput { average: ctx.average },
+        states: {
+            adding: {
+                entry: [add_next],
+                on: {
+                    add::Sum => [
+                        { target: dividing, guard: is_last, actions: [add_next] },
+                        { actions: [add_next] },
+                    ],
+                    add::error => failed,
+                },
+            },
+            dividing: {
+                entry: [divide],
+                on: {
+                    divide::Quotient => {
+                        target: done,
+                        actions: [|ctx, event, _| if let AverageFlowEvent::DivideQuotient(q) = event {
+                            ctx.average = q.quotient
+                        }],
+                    },
+                    divide::error => failed,
+                },
+            },
+            done: { type: final },
+            failed: { type: final },
+        },
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let add = ServiceHandler::<Add>::builder()
+        .version(|input: ServiceInput<AddV1>| async move {
+            let Operands { a, b } = input.payload;
+            Ok(Emit::new(Sum { sum: a + b }))
+        })
+        .build()?;
+    let divide = ServiceHandler::<Divide>::builder()
+        .version(|input: ServiceInput<DivideV1>| async move {
+            let DivideRequest { numerator, denominator } = input.payload;
+            Ok(Emit::new(Quotient { quotient: numerator / denominator }))
+        })
+        .version(|input: ServiceInput<DivideV2>| async move {
+            let DivideRequestV2 { numerator, denominator, precision } = input.payload;
+            let scale = 10f64.powi(i32::from(precision));
+            Ok(Emit::new(Quotient { quotient: (numerator / denominator * scale).round() / scale }))
+        })
+        .build()?;
+    let memory = InMemory::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() });
+    let workflow = Orchestrator::builder(memory).machine::<AverageFlow>().build()?;
+    let broker = Broker::builder().handler(workflow).handler(add).handler(divide).log(true).build()?;
+
+    let init = EventFactory::<AverageV1>::new()
+        .init(AverageInput { values: vec![3.0, 5.0, 10.0] }, Event::builder().source("com.example.client"))?;
+    let done = broker.resolve(init).await?.ok_or("the workflow did not complete")?;
+
+    println!("timeline:");
+    for (i, event) in broker.take_log().iter().enumerate() {
+        println!(
+            "  {i:>2}. {:<28} {:<22} -> {:<22} {}",
+            event.r#type(),
+            event.source(),
+            event.to().unwrap_or("-"),
+            serde_json::to_string(event.data())?
+        );
+    }
+    println!("result: {}", serde_json::to_string(done.data())?);
+    broker.shutdown().await;
+    Ok(())
+}
