@@ -239,7 +239,7 @@ impl Subject {
             version: version.into(),
             initiator: initiator.into(),
             execution_id: None,
-            domain: DomainChoice::Inherit,
+            domain: None,
             meta: IndexMap::new(),
         }
     }
@@ -254,10 +254,7 @@ impl Subject {
             version: version.into(),
             initiator: parent.orchestrator.name.clone(),
             execution_id: None,
-            domain: match &parent.execution.domain {
-                Some(d) => DomainChoice::Set(d.clone()),
-                None => DomainChoice::Inherit,
-            },
+            domain: parent.execution.domain.clone(),
             meta: parent.meta.clone(),
         }
     }
@@ -328,13 +325,6 @@ impl AsRef<str> for Subject {
     }
 }
 
-#[derive(Debug, Clone)]
-enum DomainChoice {
-    Inherit,
-    Set(String),
-    Cleared,
-}
-
 /// Builds a root ([`Subject::builder`]) or child ([`Subject::child`]) subject.
 #[derive(Debug, Clone)]
 #[must_use]
@@ -343,23 +333,21 @@ pub struct SubjectBuilder {
     version: String,
     initiator: String,
     execution_id: Option<String>,
-    domain: DomainChoice,
+    /// The execution domain (a child starts with its parent's).
+    domain: Option<String>,
     meta: IndexMap<String, String>,
 }
 
 impl SubjectBuilder {
     /// Sets the execution domain.
     pub fn domain(mut self, domain: impl Into<String>) -> Self {
-        self.domain = DomainChoice::Set(domain.into());
+        self.domain = Some(domain.into());
         self
     }
 
     /// Sets or clears the domain from an option (`None` clears an inherited domain).
     pub fn domain_opt(mut self, domain: Option<impl Into<String>>) -> Self {
-        self.domain = match domain {
-            Some(d) => DomainChoice::Set(d.into()),
-            None => DomainChoice::Cleared,
-        };
+        self.domain = domain.map(Into::into);
         self
     }
 
@@ -382,10 +370,7 @@ impl SubjectBuilder {
             execution: SubjectExecution {
                 id: self.execution_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
                 initiator: self.initiator,
-                domain: match self.domain {
-                    DomainChoice::Set(d) => Some(d),
-                    DomainChoice::Inherit | DomainChoice::Cleared => None,
-                },
+                domain: self.domain,
             },
             meta: self.meta,
         })
