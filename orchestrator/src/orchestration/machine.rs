@@ -5,12 +5,12 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::{Number, Value};
+use serde_json::Value;
 
+use super::options::{Options, option_setters};
 use super::{CoreStep, Lifecycle, Locking, StepError, StepInput, StepOutput, WorkflowRecord};
 use crate::contract::{ContractKind, ContractVersion, Emits, VersionedContract};
 use crate::domain::{Domain, DomainContext, resolve_all};
-use crate::emit::DEFAULT_SYSTEM_ERROR_DOMAINS;
 use crate::event::Event;
 use crate::handler::EventHandler;
 use crate::machine::{Machine, MachineError, MachineInstance, ServiceRequest, Snapshot};
@@ -308,15 +308,7 @@ impl<Mem> fmt::Debug for Orchestrator<Mem> {
 impl<Mem: Memory<WorkflowRecord> + 'static> Orchestrator<Mem> {
     /// Starts declaring an orchestrator storing its workflows in `memory`.
     pub fn builder(memory: Mem) -> OrchestratorBuilder<Mem> {
-        OrchestratorBuilder {
-            memory,
-            machines: Vec::new(),
-            locking: Locking::default(),
-            executionunits: None,
-            service_domains: vec![Domain::Local],
-            complete_domains: vec![Domain::OrchestrationContext],
-            system_error_domains: DEFAULT_SYSTEM_ERROR_DOMAINS.to_vec(),
-        }
+        OrchestratorBuilder { memory, machines: Vec::new(), options: Options::default() }
     }
 
     /// The memory.
@@ -349,18 +341,14 @@ impl<Mem: Memory<WorkflowRecord> + 'static> EventHandler for Orchestrator<Mem> {
 pub struct OrchestratorBuilder<Mem> {
     memory: Mem,
     machines: Vec<Box<dyn ErasedMachine>>,
-    locking: Locking,
-    executionunits: Option<f64>,
-    service_domains: Vec<Domain>,
-    complete_domains: Vec<Domain>,
-    system_error_domains: Vec<Domain>,
+    options: Options,
 }
 
 impl<Mem> fmt::Debug for OrchestratorBuilder<Mem> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OrchestratorBuilder")
             .field("machines", &self.machines.iter().map(|m| m.name()).collect::<Vec<_>>())
-            .field("locking", &self.locking)
+            .field("locking", &self.options.locking)
             .finish_non_exhaustive()
     }
 }
@@ -373,40 +361,7 @@ impl<Mem: Memory<WorkflowRecord> + 'static> OrchestratorBuilder<Mem> {
         self
     }
 
-    /// Sets the locking policy (default [`Locking::Always`]).
-    #[must_use]
-    pub fn locking(mut self, locking: Locking) -> Self {
-        self.locking = locking;
-        self
-    }
-
-    /// Sets the execution units stamped on every emitted event.
-    #[must_use]
-    pub fn execution_units(mut self, units: f64) -> Self {
-        self.executionunits = Some(units);
-        self
-    }
-
-    /// Sets the domains of service requests (default `[Local]`).
-    #[must_use]
-    pub fn service_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
-        self.service_domains = domains.into_iter().collect();
-        self
-    }
-
-    /// Sets the domains of the completion event (default `[OrchestrationContext]`).
-    #[must_use]
-    pub fn complete_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
-        self.complete_domains = domains.into_iter().collect();
-        self
-    }
-
-    /// Sets the domains of system-error events (default `[OrchestrationContext]`).
-    #[must_use]
-    pub fn system_error_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
-        self.system_error_domains = domains.into_iter().collect();
-        self
-    }
+    option_setters!();
 
     /// Checks the declaration: at least one machine, all with the same self contract (URI and
     /// type) and distinct versions, finite execution units. Each problem is a
@@ -436,23 +391,15 @@ impl<Mem: Memory<WorkflowRecord> + 'static> OrchestratorBuilder<Mem> {
                 )));
             }
         }
-        let executionunits = match self.executionunits {
-            None => None,
-            Some(units) => Some(Number::from_f64(units).ok_or_else(|| {
-                Violation::config(format!("execution units must be a finite number, got {units}"))
-            })?),
-        };
+        let executionunits = self.options.executionunits().map_err(Violation::config)?;
         let source: &'static str = first.contract().accepts().event_type();
         let core = MachineCore {
             source,
             machines: self.machines,
-            service_domains: self.service_domains,
-            complete_domains: self.complete_domains,
+            service_domains: self.options.service_domains.clone(),
+            complete_domains: self.options.complete_domains.clone(),
         };
-        let lifecycle = Lifecycle::new(core, self.memory)
-            .with_locking(self.locking)
-            .with_executionunits(executionunits)
-            .with_system_error_domains(self.system_error_domains);
+        let lifecycle = self.options.lifecycle(core, self.memory, executionunits);
         Ok(Orchestrator { inner: Arc::new(lifecycle) })
     }
 }

@@ -44,6 +44,7 @@
 
 mod lifecycle;
 mod machine;
+mod options;
 pub mod resumable;
 
 use std::future::Future;

@@ -46,18 +46,19 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{Number, Value};
+use serde_json::Value;
 
 pub use io::{Collected, Request, ResumableInput, ResumableOutput};
 
 use super::machine::{completion_events, request_events};
+use super::options::{Options, option_setters};
 use super::{CoreStep, Lifecycle, Locking, StepError, StepInput, StepOutput, WorkflowRecord};
 use crate::contract::{
     ArvoContract, Contract, ContractVersion, Emits, OrchestratorVersion, VersionedContract,
 };
 use crate::dataschema;
 use crate::domain::Domain;
-use crate::emit::{BoxError, DEFAULT_SYSTEM_ERROR_DOMAINS};
+use crate::emit::BoxError;
 use crate::event::Event;
 use crate::handler::EventHandler;
 use crate::machine::ServiceRequest;
@@ -373,16 +374,7 @@ impl<Mem> fmt::Debug for Resumable<Mem> {
 impl<Mem: Memory<WorkflowRecord> + 'static> Resumable<Mem> {
     /// Starts declaring a resumable storing its workflows in `memory`.
     pub fn builder(memory: Mem) -> ResumableBuilder<Mem> {
-        ResumableBuilder {
-            memory,
-            versions: Vec::new(),
-            services: Vec::new(),
-            locking: Locking::default(),
-            executionunits: None,
-            service_domains: vec![Domain::Local],
-            complete_domains: vec![Domain::OrchestrationContext],
-            system_error_domains: DEFAULT_SYSTEM_ERROR_DOMAINS.to_vec(),
-        }
+        ResumableBuilder { memory, versions: Vec::new(), services: Vec::new(), options: Options::default() }
     }
 
     /// The memory.
@@ -417,11 +409,7 @@ pub struct ResumableBuilder<Mem> {
     memory: Mem,
     versions: Vec<VersionEntry>,
     services: Vec<&'static VersionedContract>,
-    locking: Locking,
-    executionunits: Option<f64>,
-    service_domains: Vec<Domain>,
-    complete_domains: Vec<Domain>,
-    system_error_domains: Vec<Domain>,
+    options: Options,
 }
 
 impl<Mem> fmt::Debug for ResumableBuilder<Mem> {
@@ -429,7 +417,7 @@ impl<Mem> fmt::Debug for ResumableBuilder<Mem> {
         f.debug_struct("ResumableBuilder")
             .field("versions", &self.versions.iter().map(|v| v.contract.dataschema()).collect::<Vec<_>>())
             .field("services", &self.services.iter().map(|s| s.dataschema()).collect::<Vec<_>>())
-            .field("locking", &self.locking)
+            .field("locking", &self.options.locking)
             .finish_non_exhaustive()
     }
 }
@@ -483,40 +471,7 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
         self
     }
 
-    /// Sets the locking policy (default [`Locking::Always`]).
-    #[must_use]
-    pub fn locking(mut self, locking: Locking) -> Self {
-        self.locking = locking;
-        self
-    }
-
-    /// Sets the execution units stamped on every emitted event.
-    #[must_use]
-    pub fn execution_units(mut self, units: f64) -> Self {
-        self.executionunits = Some(units);
-        self
-    }
-
-    /// Sets the domains of service requests (default `[Local]`).
-    #[must_use]
-    pub fn service_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
-        self.service_domains = domains.into_iter().collect();
-        self
-    }
-
-    /// Sets the domains of the completion event (default `[OrchestrationContext]`).
-    #[must_use]
-    pub fn complete_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
-        self.complete_domains = domains.into_iter().collect();
-        self
-    }
-
-    /// Sets the domains of system-error events (default `[OrchestrationContext]`).
-    #[must_use]
-    pub fn system_error_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
-        self.system_error_domains = domains.into_iter().collect();
-        self
-    }
+    option_setters!();
 
     /// Checks the declaration: functions for versions of one self contract, exactly one for
     /// every version; services with distinct URIs, the self contract not among them; finite
@@ -555,16 +510,10 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
                 problems.push(format!("two services with the same contract uri {}", service.uri()));
             }
         }
-        let executionunits = match self.executionunits {
-            None => None,
-            Some(units) => {
-                let number = Number::from_f64(units);
-                if number.is_none() {
-                    problems.push(format!("execution units must be a finite number, got {units}"));
-                }
-                number
-            }
-        };
+        let executionunits = self.options.executionunits().unwrap_or_else(|problem| {
+            problems.push(problem);
+            None
+        });
         let source: &'static str = first.contract.accepts().event_type();
         if !problems.is_empty() {
             return Err(Violation::config(format!(
@@ -578,13 +527,10 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
             source,
             versions: self.versions,
             services: self.services,
-            service_domains: self.service_domains,
-            complete_domains: self.complete_domains,
+            service_domains: self.options.service_domains.clone(),
+            complete_domains: self.options.complete_domains.clone(),
         };
-        let lifecycle = Lifecycle::new(core, self.memory)
-            .with_locking(self.locking)
-            .with_executionunits(executionunits)
-            .with_system_error_domains(self.system_error_domains);
+        let lifecycle = self.options.lifecycle(core, self.memory, executionunits);
         Ok(Resumable { inner: Arc::new(lifecycle) })
     }
 }

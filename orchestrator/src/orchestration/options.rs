@@ -1,0 +1,98 @@
+//! The options every orchestrator kind's builder offers, declared once.
+
+use serde_json::Number;
+
+use super::{CoreStep, Lifecycle, Locking, WorkflowRecord};
+use crate::domain::Domain;
+use crate::emit::DEFAULT_SYSTEM_ERROR_DOMAINS;
+use crate::memory::Memory;
+
+/// Locking, execution units and the default domains of what an orchestrator emits.
+#[derive(Debug, Clone)]
+pub(super) struct Options {
+    pub(super) locking: Locking,
+    pub(super) executionunits: Option<f64>,
+    pub(super) service_domains: Vec<Domain>,
+    pub(super) complete_domains: Vec<Domain>,
+    pub(super) system_error_domains: Vec<Domain>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            locking: Locking::default(),
+            executionunits: None,
+            service_domains: vec![Domain::Local],
+            complete_domains: vec![Domain::OrchestrationContext],
+            system_error_domains: DEFAULT_SYSTEM_ERROR_DOMAINS.to_vec(),
+        }
+    }
+}
+
+impl Options {
+    /// The execution units as a JSON number, or why they cannot be one.
+    pub(super) fn executionunits(&self) -> Result<Option<Number>, String> {
+        match self.executionunits {
+            None => Ok(None),
+            Some(units) => Number::from_f64(units)
+                .map(Some)
+                .ok_or_else(|| format!("execution units must be a finite number, got {units}")),
+        }
+    }
+
+    /// Wraps `core` in the shared lifecycle with the locking, execution units and system-error
+    /// domains of these options.
+    pub(super) fn lifecycle<S: CoreStep, M: Memory<WorkflowRecord>>(
+        &self,
+        core: S,
+        memory: M,
+        executionunits: Option<Number>,
+    ) -> Lifecycle<S, M> {
+        Lifecycle::new(core, memory)
+            .with_locking(self.locking)
+            .with_executionunits(executionunits)
+            .with_system_error_domains(self.system_error_domains.clone())
+    }
+}
+
+/// The option setters of a builder with an `options: Options` field.
+macro_rules! option_setters {
+    () => {
+        /// Sets the locking policy (default [`Locking::Always`]).
+        #[must_use]
+        pub fn locking(mut self, locking: Locking) -> Self {
+            self.options.locking = locking;
+            self
+        }
+
+        /// Sets the execution units stamped on every emitted event.
+        #[must_use]
+        pub fn execution_units(mut self, units: f64) -> Self {
+            self.options.executionunits = Some(units);
+            self
+        }
+
+        /// Sets the domains of service requests (default `[Local]`).
+        #[must_use]
+        pub fn service_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
+            self.options.service_domains = domains.into_iter().collect();
+            self
+        }
+
+        /// Sets the domains of the completion event (default `[OrchestrationContext]`).
+        #[must_use]
+        pub fn complete_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
+            self.options.complete_domains = domains.into_iter().collect();
+            self
+        }
+
+        /// Sets the domains of system-error events (default `[OrchestrationContext]`).
+        #[must_use]
+        pub fn system_error_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
+            self.options.system_error_domains = domains.into_iter().collect();
+            self
+        }
+    };
+}
+
+pub(super) use option_setters;
