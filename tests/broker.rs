@@ -185,13 +185,14 @@ fn record(subject: &str, n: i64) -> Event {
 
 /// Waits at a barrier: it returns only if `parties` events are handled at the same time.
 struct Rendezvous {
+    topic: &'static str,
     barrier: Arc<Barrier>,
     spans: Arc<Mutex<Vec<(String, Instant, Instant)>>>,
 }
 
 impl EventHandler for Rendezvous {
     fn source(&self) -> &str {
-        "com.test.rendezvous"
+        self.topic
     }
     async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
         let start = Instant::now();
@@ -338,7 +339,11 @@ async fn different_subjects_run_at_the_same_time() {
     // Each handler waits at a 2-party barrier: they can only finish if both run at once.
     let spans = Arc::new(Mutex::new(vec![]));
     let broker = Broker::builder()
-        .handler(Rendezvous { barrier: Arc::new(Barrier::new(2)), spans: Arc::clone(&spans) })
+        .handler(Rendezvous {
+            topic: "com.test.rendezvous",
+            barrier: Arc::new(Barrier::new(2)),
+            spans: Arc::clone(&spans),
+        })
         .workers(2)
         .build()
         .unwrap();
@@ -348,6 +353,30 @@ async fn different_subjects_run_at_the_same_time() {
     let spans = spans.lock().unwrap();
     let [(a, a_start, a_end), (b, b_start, b_end)] = &spans[..] else { panic!("{spans:?}") };
     assert_ne!(a, b);
+    assert!(a_start < b_end && b_start < a_end, "the two executions overlap in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_subject_runs_at_the_same_time_in_different_handlers() {
+    // A workflow calling two services at once: ordering is per handler and subject, so the two
+    // services handle their events of the same subject concurrently (each waits for the other).
+    let spans = Arc::new(Mutex::new(vec![]));
+    let barrier = Arc::new(Barrier::new(2));
+    let broker = Broker::builder()
+        .handler(Rendezvous {
+            topic: "com.test.left",
+            barrier: Arc::clone(&barrier),
+            spans: Arc::clone(&spans),
+        })
+        .handler(Rendezvous { topic: "com.test.right", barrier, spans: Arc::clone(&spans) })
+        .workers(2)
+        .build()
+        .unwrap();
+    broker.publish(event(CLIENT, "com.test.left", "workflow", json!({}))).unwrap();
+    broker.publish(event(CLIENT, "com.test.right", "workflow", json!({}))).unwrap();
+    within(broker.wait_idle()).await;
+    let spans = spans.lock().unwrap();
+    let [(_, a_start, a_end), (_, b_start, b_end)] = &spans[..] else { panic!("{spans:?}") };
     assert!(a_start < b_end && b_start < a_end, "the two executions overlap in time");
 }
 

@@ -6,9 +6,11 @@
 //!
 //! * **Routing.** An event goes to the one handler whose [`EventHandler::source`] equals its
 //!   `to`; registering two handlers on one topic is a build error.
-//! * **Ordering.** Events with the same `subject` are handled one at a time, in publish order;
-//!   events of different subjects run in parallel on up to N workers. A worker takes the oldest
-//!   queued event whose subject is not busy, so one worker gives plain FIFO (Arvo drains LIFO).
+//! * **Ordering.** Events with the same `to` and the same `subject` are handled one at a time,
+//!   in publish order: an orchestrator never handles two events of one workflow at once, while
+//!   the services a workflow calls in parallel, and different workflows, run in parallel on up to
+//!   N workers. A worker takes the oldest queued event whose (handler, subject) lane is not busy,
+//!   so one worker gives plain FIFO (Arvo drains LIFO).
 //!   Nothing sleeps or polls: waiting is done with [`tokio::sync::Notify`].
 //! * **Bounded queue.** At most `capacity` events wait for a worker (in-flight ones do not
 //!   count). [`Broker::publish`] never waits and fails with [`BrokerError::QueueFull`];

@@ -1,11 +1,14 @@
-//! [`SubjectQueue`]: the per-subject FIFO scheduler (plain data: no locking, no waking).
+//! [`SubjectQueue`]: the per-(handler, subject) FIFO scheduler (plain data: no locking, no
+//! waking).
 //!
-//! Every accepted event gets a sequence number and waits in its subject's *lane*. A lane is
-//! *busy* while one of its events is being handled, and a busy lane hands out nothing, so the
-//! events of one subject are handled one at a time, in order. The lanes that are not busy and
-//! have an event waiting are *ready*, ordered by the sequence number of their first event:
-//! [`SubjectQueue::take`] hands out the oldest event whose subject is free. With one worker this
-//! is plain FIFO; with more, it is FIFO among the subjects that are free.
+//! Every accepted event gets a sequence number and waits in the *lane* of its `to` topic and
+//! subject. A lane is *busy* while one of its events is being handled, and a busy lane hands out
+//! nothing, so the events one handler receives for one subject are handled one at a time, in
+//! order: an orchestrator never sees two events of one workflow at once, while the services a
+//! workflow calls in parallel do run in parallel. The lanes that are not busy and have an event
+//! waiting are *ready*, ordered by the sequence number of their first event:
+//! [`SubjectQueue::take`] hands out the oldest event whose lane is free. With one worker this is
+//! plain FIFO; with more, it is FIFO among the free lanes.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -20,6 +23,7 @@ struct Lane {
 
 /// An event handed to a worker; its lane stays busy until [`SubjectQueue::finish`].
 pub(super) struct Job {
+    /// The lane: the event's `to` and subject.
     pub(super) subject: Arc<str>,
     pub(super) event: Event,
 }
@@ -36,6 +40,17 @@ pub(super) struct SubjectQueue {
     next_seq: u64,
 }
 
+/// The lane of an event: its `to` topic and its subject. `to` is a properly encoded URI, so it
+/// holds no raw newline and the pair is unambiguous.
+fn lane_key(event: &Event) -> String {
+    let to = event.to().unwrap_or_default();
+    let mut key = String::with_capacity(to.len() + 1 + event.subject().len());
+    key.push_str(to);
+    key.push('\n');
+    key.push_str(event.subject());
+    key
+}
+
 impl SubjectQueue {
     /// Appends an event to its subject's lane. True if that made a lane ready (a worker should
     /// be woken).
@@ -43,12 +58,13 @@ impl SubjectQueue {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.queued += 1;
-        if let Some(lane) = self.lanes.get_mut(event.subject()) {
-            // Busy, or already ready behind an older event of the same subject.
+        let key = lane_key(&event);
+        if let Some(lane) = self.lanes.get_mut(key.as_str()) {
+            // Busy, or already ready behind an older event of the same lane.
             lane.pending.push_back((seq, event));
             return false;
         }
-        let subject: Arc<str> = Arc::from(event.subject());
+        let subject: Arc<str> = Arc::from(key);
         self.ready.insert(seq, Arc::clone(&subject));
         self.lanes.insert(subject, Lane { pending: VecDeque::from([(seq, event)]), busy: false });
         true
