@@ -1,0 +1,503 @@
+//! `arvo-bench`: runs Arvo's benchmark workloads (see `BENCHMARKS.md`, section "Arvo workloads") the way
+//! Arvo's harness does: `execute()`-level timing, a FIFO loop routing events by `to`, a warm-up of 10% of N
+//! (at most 2000 units), every run in a fresh process, one JSON line per run and one per median.
+//!
+//! ```sh
+//! cargo run --release -p orchestrator-benches --bin arvo-bench -- [--only a,b] [--scale F] [--runs R]
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use orchestrator::handler::EventHandler;
+use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
+use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
+use orchestrator::orchestration::resumable::{Request, Resumable, ResumableInput, ResumableOutput};
+use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
+use orchestrator::prelude::*;
+use orchestrator_examples::calculator::{Add, AddV1, Mul, MulV1, Operands, Product, Sum};
+use serde_json::{Value, json};
+use tokio::runtime::Runtime;
+
+type Mem = InMemory<WorkflowRecord>;
+type BoxError = Box<dyn std::error::Error>;
+
+/// The client that starts workflows (≥ 3 dot segments, as Arvo requires).
+const CLIENT: &str = "com.bench.client";
+/// Workflows in flight in the interleaved workloads.
+const IN_FLIGHT: usize = 1000;
+/// Pre-built request events of `service_handler`.
+const POOL: usize = 1024;
+
+/// The workloads and their default N (Arvo's table).
+const WORKLOADS: &[(&str, usize)] = &[
+    ("service_handler", 80_000),
+    ("orchestrator_chain", 6_000),
+    ("orchestrator_chain_interleaved", 6_000),
+    ("resumable_chain", 7_000),
+];
+
+// ---------------------------------------------------------------------------------------------
+// The chain workflow: contract, machine, resumable
+
+/// Starts a chain workflow: `(a + b) * c`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ChainInput {
+    /// First addend.
+    pub a: f64,
+    /// Second addend.
+    pub b: f64,
+    /// Multiplier.
+    pub c: f64,
+}
+
+/// The chain's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ChainOutput {
+    /// `(a + b) * c`.
+    pub result: f64,
+}
+
+orchestrator::orchestrator_contract! {
+    /// The benchmark chain: add, then multiply.
+    pub contract Chain {
+        uri: "#/orc/bench/chain",
+        name: "bench.chain",
+        versions: {
+            ChainV1 = "1.0.0" { init: ChainInput, complete: ChainOutput },
+        },
+    }
+}
+
+/// Context of the chain machine.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ChainCtx {
+    a: f64,
+    b: f64,
+    c: f64,
+    sum: f64,
+    result: f64,
+}
+
+fn emit_add(ctx: &mut ChainCtx, _: &ChainFlowEvent, out: &mut ChainFlowOutbox<'_>) {
+    out.add(Operands { a: ctx.a, b: ctx.b });
+}
+
+fn store_sum(ctx: &mut ChainCtx, event: &ChainFlowEvent, _: &mut ChainFlowOutbox<'_>) {
+    if let ChainFlowEvent::AddSum(s) = event {
+        ctx.sum = s.sum;
+    }
+}
+
+fn emit_mul(ctx: &mut ChainCtx, _: &ChainFlowEvent, out: &mut ChainFlowOutbox<'_>) {
+    out.mul(Operands { a: ctx.sum, b: ctx.c });
+}
+
+fn store_product(ctx: &mut ChainCtx, event: &ChainFlowEvent, _: &mut ChainFlowOutbox<'_>) {
+    if let ChainFlowEvent::MulProduct(p) = event {
+        ctx.result = p.product;
+    }
+}
+
+orchestrator::machine! {
+    /// `adding` (emit add) → `multiplying` (emit mul) → `done`.
+    pub machine ChainFlow {
+        contract: ChainV1,
+        services: { add: AddV1, mul: MulV1 },
+        context: ChainCtx,
+        init: |input| ChainCtx { a: input.a, b: input.b, c: input.c, ..ChainCtx::default() },
+        output: |ctx| ChainOutput { result: ctx.result },
+        states: {
+            adding: {
+                entry: [emit_add],
+                on: { add::Sum => { target: multiplying, actions: [store_sum] }, add::error => failed },
+            },
+            multiplying: {
+                entry: [emit_mul],
+                on: { mul::Product => { target: done, actions: [store_product] }, mul::error => failed },
+            },
+            done: { type: final },
+            failed: { type: final },
+        },
+    }
+}
+
+/// Context of the chain resumable.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ResCtx {
+    c: f64,
+}
+
+fn memory() -> Mem {
+    InMemory::new(InMemoryConfig { retention: Retention::Remove, ..InMemoryConfig::default() })
+}
+
+fn chain_orchestrator() -> Result<Orchestrator<Mem>, BoxError> {
+    Ok(Orchestrator::builder(memory()).machine::<ChainFlow>().build()?)
+}
+
+fn chain_resumable() -> Result<Resumable<Mem>, BoxError> {
+    Ok(Resumable::builder(memory())
+        .service::<AddV1>()
+        .service::<MulV1>()
+        .version(|input: ResumableInput<ChainV1, ResCtx>| async move {
+            if let Some(init) = input.init {
+                return Ok(ResumableOutput::wait().context(ResCtx { c: init.c }).request(Request::new::<
+                    AddV1,
+                >(
+                    Operands { a: init.a, b: init.b },
+                )));
+            }
+            let ctx = input.context.clone().ok_or("no context")?;
+            let service = input.service.as_ref().ok_or("no service event")?;
+            if service.r#type() == "evt.calc.add.success" {
+                let sums = input.collected::<AddV1, Sum>()?;
+                let [sum] = sums.as_slice() else { return Err("expected one sum".into()) };
+                return Ok(
+                    ResumableOutput::wait().request(Request::new::<MulV1>(Operands { a: sum.sum, b: ctx.c }))
+                );
+            }
+            let products = input.collected::<MulV1, Product>()?;
+            let [product] = products.as_slice() else { return Err("expected one product".into()) };
+            Ok(ResumableOutput::complete(ChainOutput { result: product.product }))
+        })
+        .build()?)
+}
+
+fn add_handler() -> Result<ServiceHandler<Add>, BoxError> {
+    Ok(ServiceHandler::<Add>::builder()
+        .version(|input: ServiceInput<AddV1>| async move {
+            let Operands { a, b } = input.payload;
+            Ok(Emit::new(Sum { sum: a + b }))
+        })
+        .build()?)
+}
+
+fn mul_handler() -> Result<ServiceHandler<Mul>, BoxError> {
+    Ok(ServiceHandler::<Mul>::builder()
+        .version(|input: ServiceInput<MulV1>| async move {
+            let Operands { a, b } = input.payload;
+            Ok(Emit::new(Product { product: a * b }))
+        })
+        .build()?)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurement
+
+/// What one phase (warm-up or measured) recorded.
+#[derive(Default)]
+struct Recorder {
+    latencies_us: Vec<f64>,
+    events: u64,
+}
+
+impl Recorder {
+    /// Runs `handler.execute(event)` to completion on `rt`, timed.
+    fn execute<H: EventHandler>(
+        &mut self,
+        rt: &Runtime,
+        handler: &H,
+        event: &Event,
+    ) -> Result<Vec<Event>, BoxError> {
+        let t0 = Instant::now();
+        let out = rt.block_on(handler.execute(event));
+        self.latencies_us.push(t0.elapsed().as_secs_f64() * 1e6);
+        self.events += 1;
+        Ok(out?)
+    }
+}
+
+/// The chain's three handlers and the FIFO loop that routes events by `to`.
+struct ChainRig<O> {
+    orc: O,
+    add: ServiceHandler<Add>,
+    mul: ServiceHandler<Mul>,
+    factory: EventFactory<ChainV1>,
+}
+
+impl<O: EventHandler> ChainRig<O> {
+    fn new(orc: O) -> Result<Self, BoxError> {
+        Ok(Self { orc, add: add_handler()?, mul: mul_handler()?, factory: EventFactory::new() })
+    }
+
+    /// The inputs of workflow `i` and its exact result.
+    fn input(i: usize) -> (ChainInput, f64) {
+        let (a, b, c) = ((i % 1000) as f64, 0.5, 3.0);
+        (ChainInput { a, b, c }, (a + b) * c)
+    }
+
+    /// Runs workflows `start..start + count` with at most `in_flight` at a time: the client creates all
+    /// inits of a batch, then the FIFO queue is drained breadth-first. Returns the completed workflows.
+    fn run(
+        &self,
+        rt: &Runtime,
+        rec: &mut Recorder,
+        start: usize,
+        count: usize,
+        in_flight: usize,
+    ) -> Result<usize, BoxError> {
+        let mut queue = VecDeque::new();
+        let mut expected: HashMap<String, f64> = HashMap::new();
+        let mut completed = 0;
+        let mut next = start;
+        let end = start + count;
+        while next < end {
+            let batch_end = (next + in_flight).min(end);
+            for i in next..batch_end {
+                let (input, result) = Self::input(i);
+                let init = self.factory.init(input, Event::builder().source(CLIENT))?;
+                expected.insert(init.subject().to_owned(), result);
+                queue.push_back(init);
+            }
+            next = batch_end;
+            while let Some(event) = queue.pop_front() {
+                let to = event.to().ok_or("an event without `to`")?;
+                let out = if to == self.orc.source() {
+                    rec.execute(rt, &self.orc, &event)?
+                } else if to == self.add.source() {
+                    rec.execute(rt, &self.add, &event)?
+                } else if to == self.mul.source() {
+                    rec.execute(rt, &self.mul, &event)?
+                } else if to == CLIENT {
+                    let want =
+                        expected.remove(event.subject()).ok_or("a completion of an unknown workflow")?;
+                    let got = event.data_value().get("result").and_then(Value::as_f64);
+                    if event.r#type() != "arvo.orc.bench.chain.done" || got != Some(want) {
+                        return Err(format!("wrong completion (want {want}): {event:?}").into());
+                    }
+                    completed += 1;
+                    continue;
+                } else {
+                    return Err(format!("no handler for `{to}`").into());
+                };
+                queue.extend(out);
+            }
+        }
+        if !expected.is_empty() {
+            return Err(format!("{} workflows did not complete", expected.len()).into());
+        }
+        Ok(completed)
+    }
+}
+
+/// Result of one measured run.
+struct Measured {
+    workflows: usize,
+    rec: Recorder,
+    wall: Duration,
+    params: Value,
+}
+
+fn warmup_units(n: usize) -> usize {
+    (n / 10).min(2000)
+}
+
+fn service_handler(rt: &Runtime, n: usize) -> Result<Measured, BoxError> {
+    let add = add_handler()?;
+    let factory = EventFactory::<AddV1>::new();
+    let pool = (0..POOL)
+        .map(|i| factory.accepts(Operands { a: i as f64, b: 1.0 }, Event::builder().source(CLIENT)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let check = |rec: &mut Recorder, i: usize| -> Result<(), BoxError> {
+        let out = rec.execute(rt, &add, &pool[i % POOL])?;
+        let sum = out.first().and_then(|e| e.data_value().get("sum")).and_then(Value::as_f64);
+        if out.len() != 1 || sum != Some((i % POOL) as f64 + 1.0) {
+            return Err(format!("wrong response: {out:?}").into());
+        }
+        Ok(())
+    };
+    let warmup = warmup_units(n);
+    let mut rec = Recorder::default();
+    for i in 0..warmup {
+        check(&mut rec, i)?;
+    }
+    let mut rec = Recorder { latencies_us: Vec::with_capacity(n), events: 0 };
+    let t0 = Instant::now();
+    for i in 0..n {
+        check(&mut rec, i)?;
+    }
+    let wall = t0.elapsed();
+    Ok(Measured { workflows: n, rec, wall, params: json!({ "pool": POOL, "warmup": warmup }) })
+}
+
+fn chain<O: EventHandler>(rt: &Runtime, orc: O, n: usize, in_flight: usize) -> Result<Measured, BoxError> {
+    let chain = ChainRig::new(orc)?;
+    let warmup = warmup_units(n);
+    let mut rec = Recorder::default();
+    chain.run(rt, &mut rec, 0, warmup, in_flight)?;
+    let mut rec = Recorder { latencies_us: Vec::with_capacity(n * 5), events: 0 };
+    let t0 = Instant::now();
+    let workflows = chain.run(rt, &mut rec, warmup, n, in_flight)?;
+    let wall = t0.elapsed();
+    let params = json!({
+        "warmup": warmup,
+        "in_flight": in_flight,
+        "memory": "InMemory(Retention::Remove)",
+        "broker": "fifo-loop",
+    });
+    Ok(Measured { workflows, rec, wall, params })
+}
+
+/// Exact nearest-rank percentile of sorted samples.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// The process's peak RSS (VmHWM) in MB.
+fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let m = 10f64.powi(digits);
+    (x * m).round() / m
+}
+
+/// Runs one workload in this process and returns its JSON line.
+fn single(name: &str, scale: f64) -> Result<Value, BoxError> {
+    let base =
+        WORKLOADS.iter().find(|(w, _)| *w == name).ok_or_else(|| format!("unknown workload `{name}`"))?.1;
+    let n = ((base as f64 * scale).round() as usize).max(1);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+    let m = match name {
+        "service_handler" => service_handler(&rt, n)?,
+        "orchestrator_chain" => chain(&rt, chain_orchestrator()?, n, 1)?,
+        "orchestrator_chain_interleaved" => chain(&rt, chain_orchestrator()?, n, IN_FLIGHT)?,
+        "resumable_chain" => chain(&rt, chain_resumable()?, n, 1)?,
+        _ => return Err(format!("unknown workload `{name}`").into()),
+    };
+    let mut lat = m.rec.latencies_us;
+    lat.sort_by(f64::total_cmp);
+    let wall_s = m.wall.as_secs_f64();
+    let mut params = m.params;
+    params["n"] = json!(n);
+    params["scale"] = json!(scale);
+    Ok(json!({
+        "name": name,
+        "stack": "rust",
+        "otel": "off",
+        "workflows": m.workflows,
+        "events": m.rec.events,
+        "wall_s": round(wall_s, 4),
+        "events_per_s": round(m.rec.events as f64 / wall_s, 1),
+        "workflows_per_s": round(m.workflows as f64 / wall_s, 1),
+        "p50_us": round(percentile(&lat, 50.0), 2),
+        "p99_us": round(percentile(&lat, 99.0), 2),
+        "max_us": round(lat.last().copied().unwrap_or(0.0), 2),
+        "latency_samples": lat.len(),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "params": params,
+    }))
+}
+
+/// Median of the numbers; the mean of the two middle ones for an even count.
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => xs[n / 2],
+        _ => (xs[n / 2 - 1] + xs[n / 2]) / 2.0,
+    }
+}
+
+/// The median line: every numeric metric is the median of that metric over the runs.
+fn median_line(runs: &[Value]) -> Value {
+    let mut line = runs[0].clone();
+    for key in [
+        "workflows",
+        "events",
+        "wall_s",
+        "events_per_s",
+        "workflows_per_s",
+        "p50_us",
+        "p99_us",
+        "max_us",
+        "latency_samples",
+        "peak_rss_mb",
+    ] {
+        let m = median(runs.iter().filter_map(|r| r[key].as_f64()).collect());
+        line[key] = if runs[0][key].is_u64() { json!(m.round() as u64) } else { json!(round(m, 4)) };
+    }
+    line["median"] = json!(true);
+    line["runs"] = json!(runs.len());
+    line
+}
+
+struct Args {
+    only: Vec<String>,
+    scale: f64,
+    runs: usize,
+    single: Option<String>,
+}
+
+fn parse_args() -> Result<Args, BoxError> {
+    let mut args = Args {
+        only: WORKLOADS.iter().map(|(w, _)| (*w).to_owned()).collect(),
+        scale: 1.0,
+        runs: 3,
+        single: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("`{arg}` needs a value"));
+        match arg.as_str() {
+            "--only" => args.only = value()?.split(',').map(str::to_owned).collect(),
+            "--scale" => args.scale = value()?.parse()?,
+            "--runs" => args.runs = value()?.parse()?,
+            "--single" => args.single = Some(value()?),
+            "-h" | "--help" => {
+                println!("arvo-bench [--only NAME,...] [--scale F] [--runs R] [--single NAME]");
+                println!("workloads: {}", WORKLOADS.iter().map(|(w, _)| *w).collect::<Vec<_>>().join(", "));
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument `{other}`").into()),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> Result<(), BoxError> {
+    let args = parse_args()?;
+    if let Some(name) = &args.single {
+        println!("{}", single(name, args.scale)?);
+        return Ok(());
+    }
+    let exe = std::env::current_exe()?;
+    for name in &args.only {
+        if !WORKLOADS.iter().any(|(w, _)| w == name) {
+            return Err(format!("unknown workload `{name}`").into());
+        }
+        let mut runs = Vec::with_capacity(args.runs);
+        for _ in 0..args.runs {
+            let out =
+                Command::new(&exe).args(["--single", name, "--scale", &args.scale.to_string()]).output()?;
+            if !out.status.success() {
+                return Err(format!("`{name}` failed: {}", String::from_utf8_lossy(&out.stderr)).into());
+            }
+            let stdout = String::from_utf8(out.stdout)?;
+            let line =
+                stdout.lines().rev().find(|l| l.starts_with('{')).ok_or("no JSON line from the child")?;
+            let run: Value = serde_json::from_str(line)?;
+            println!("{run}");
+            runs.push(run);
+        }
+        if !runs.is_empty() {
+            println!("{}", median_line(&runs));
+        }
+    }
+    Ok(())
+}
