@@ -15,7 +15,7 @@ use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
 use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
 use orchestrator::orchestration::Orchestrator;
 use orchestrator::prelude::*;
-use orchestrator_examples::calculator::{Add, AddV1, Operands, Sum};
+use orchestrator_examples::calculator::{AddV1, Operands, Sum, services};
 
 // ---------------------------------------------------------------------------------------------
 // Contracts
@@ -326,12 +326,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             scripted_model(&input.payload).map_err(|e| std::io::Error::other(e).into())
         })
         .build()?;
-    let add = ServiceHandler::<Add>::builder()
-        .version(|input: ServiceInput<AddV1>| async move {
-            let Operands { a, b } = input.payload;
-            Ok(Emit::new(Sum { sum: a + b }))
-        })
-        .build()?;
+    let add = services::add()?;
     let memory = InMemory::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() });
     // Each request takes its service contract's domain: none for llm and add (published on this
     // broker), `human.interaction` for approval (handed to `on_domained`).

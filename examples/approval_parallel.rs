@@ -14,12 +14,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use orchestrator::broker::{Broker, BrokerHandle, DomainedEvent};
 use orchestrator::domain::Domain;
-use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
 use orchestrator::machine::{MachineInstance, Snapshot};
 use orchestrator::memory::{InMemory, InMemoryConfig, Memory, Retention};
 use orchestrator::orchestration::Orchestrator;
 use orchestrator::prelude::*;
-use orchestrator_examples::calculator::{Add, AddV1, Mul, MulV1, Operands, Product, Sum};
+use orchestrator_examples::calculator::{AddV1, MulV1, Operands, Product, Sum, services};
 
 /// The source of the client starting the workflows.
 const CLIENT: &str = "com.example.client";
@@ -259,18 +258,8 @@ fn print_timeline(log: &[Event], domained: &mut Vec<Event>) -> Result<(), serde_
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let add = ServiceHandler::<Add>::builder()
-        .version(|input: ServiceInput<AddV1>| async move {
-            let Operands { a, b } = input.payload;
-            Ok(Emit::new(Sum { sum: a + b }))
-        })
-        .build()?;
-    let mul = ServiceHandler::<Mul>::builder()
-        .version(|input: ServiceInput<MulV1>| async move {
-            let Operands { a, b } = input.payload;
-            Ok(Emit::new(Product { product: a * b }))
-        })
-        .build()?;
+    let add = services::add()?;
+    let mul = services::mul()?;
     let memory = InMemory::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() });
     // Machines cannot set a domain per request: every service request gets the orchestrator's
     // service domains. `FromEventContract` resolves to each service contract's domain: none for

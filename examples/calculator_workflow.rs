@@ -5,13 +5,11 @@
 //! Run with `cargo run --example calculator_workflow`.
 
 use orchestrator::broker::Broker;
-use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
 use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
 use orchestrator::orchestration::Orchestrator;
 use orchestrator::prelude::*;
 use orchestrator_examples::calculator::{
-    Add, AddV1, AverageInput, AverageOutput, AverageV1, Divide, DivideRequest, DivideRequestV2, DivideV1,
-    DivideV2, Operands, Quotient, Sum,
+    AddV1, AverageInput, AverageOutput, AverageV1, DivideRequest, DivideV1, Operands, Quotient, Sum, services,
 };
 
 /// The workflow's context: the numbers, their running sum and the errors met.
@@ -86,23 +84,8 @@ orchestrator::machine! {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let add = ServiceHandler::<Add>::builder()
-        .version(|input: ServiceInput<AddV1>| async move {
-            let Operands { a, b } = input.payload;
-            Ok(Emit::new(Sum { sum: a + b }))
-        })
-        .build()?;
-    let divide = ServiceHandler::<Divide>::builder()
-        .version(|input: ServiceInput<DivideV1>| async move {
-            let DivideRequest { numerator, denominator } = input.payload;
-            Ok(Emit::new(Quotient { quotient: numerator / denominator }))
-        })
-        .version(|input: ServiceInput<DivideV2>| async move {
-            let DivideRequestV2 { numerator, denominator, precision } = input.payload;
-            let scale = 10f64.powi(i32::from(precision));
-            Ok(Emit::new(Quotient { quotient: (numerator / denominator * scale).round() / scale }))
-        })
-        .build()?;
+    let add = services::add()?;
+    let divide = services::divide()?;
     let memory = InMemory::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() });
     let workflow = Orchestrator::builder(memory).machine::<AverageFlow>().build()?;
     let broker = Broker::builder().handler(workflow).handler(add).handler(divide).log(true).build()?;

@@ -8,11 +8,10 @@
 //! Run with `cargo run --example parent_child`.
 
 use orchestrator::broker::Broker;
-use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
 use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
 use orchestrator::orchestration::Orchestrator;
 use orchestrator::prelude::*;
-use orchestrator_examples::calculator::{Add, AddV1, Operands, Sum};
+use orchestrator_examples::calculator::{AddV1, Operands, Sum, services};
 
 // ---------------------------------------------------------------------------------------------
 // Contracts
@@ -241,12 +240,7 @@ fn print_timeline(broker: &Broker, parent_subject: &str) -> Result<String, Box<d
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let add = ServiceHandler::<Add>::builder()
-        .version(|input: ServiceInput<AddV1>| async move {
-            let Operands { a, b } = input.payload;
-            Ok(Emit::new(Sum { sum: a + b }))
-        })
-        .build()?;
+    let add = services::add()?;
     // Both versions of each workflow are served side by side by one orchestrator.
     let parents = Orchestrator::builder(memory()).machine::<ParentOne>().machine::<ParentTwo>().build()?;
     let counters = Orchestrator::builder(memory()).machine::<Increment>().machine::<Decrement>().build()?;

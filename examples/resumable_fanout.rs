@@ -13,12 +13,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use orchestrator::broker::Broker;
-use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
 use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
 use orchestrator::orchestration::WorkflowRecord;
 use orchestrator::orchestration::resumable::{Request, Resumable, ResumableInput, ResumableOutput};
 use orchestrator::prelude::*;
-use orchestrator_examples::calculator::{Mul, MulV1, Operands, Product};
+use orchestrator_examples::calculator::{MulV1, Operands, Product, services};
 
 /// One value and its weight.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -115,12 +114,7 @@ fn weighted_average(memory: Mem, calls: Arc<AtomicUsize>) -> Result<Resumable<Me
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mul = ServiceHandler::<Mul>::builder()
-        .version(|input: ServiceInput<MulV1>| async move {
-            let Operands { a, b } = input.payload;
-            Ok(Emit::new(Product { product: a * b }))
-        })
-        .build()?;
+    let mul = services::mul()?;
     let memory = InMemory::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() });
     let calls = Arc::new(AtomicUsize::new(0));
     let workflow = weighted_average(memory, Arc::clone(&calls))?;

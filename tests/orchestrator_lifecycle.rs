@@ -12,7 +12,6 @@ use std::time::Duration;
 use orchestrator::broker::Broker;
 use orchestrator::contract::{ContractVersion, VersionedContract};
 use orchestrator::handler::EventHandler;
-use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
 use orchestrator::memory::{
     InMemory, InMemoryConfig, Lease, Memory, MemoryError, Retention, Stored, WriteMeta,
 };
@@ -22,8 +21,8 @@ use orchestrator::orchestration::{
 };
 use orchestrator::prelude::*;
 use orchestrator_examples::calculator::{
-    Add, AddV1, AverageInput, AverageOutput, AverageV1, Divide, DivideRequest, DivideRequestV2, DivideV1,
-    DivideV2, Mul, MulV1, Operands, Product, Quotient, Sum,
+    AddV1, AverageInput, AverageOutput, AverageV1, DivideRequest, DivideV1, MulV1, Operands, Product,
+    Quotient, Sum, services,
 };
 use serde_json::{Value, json};
 
@@ -314,40 +313,6 @@ fn average_orchestrator(retention: Retention) -> Orchestrator<Mem> {
     Orchestrator::builder(fast_memory(retention)).machine::<AverageFlow>().build().unwrap()
 }
 
-fn add_handler() -> ServiceHandler<Add> {
-    ServiceHandler::<Add>::builder()
-        .version(|input: ServiceInput<AddV1>| async move {
-            let Operands { a, b } = input.payload;
-            Ok(Emit::new(Sum { sum: a + b }))
-        })
-        .build()
-        .unwrap()
-}
-
-fn mul_handler() -> ServiceHandler<Mul> {
-    ServiceHandler::<Mul>::builder()
-        .version(|input: ServiceInput<MulV1>| async move {
-            let Operands { a, b } = input.payload;
-            Ok(Emit::new(Product { product: a * b }))
-        })
-        .build()
-        .unwrap()
-}
-
-fn divide_handler() -> ServiceHandler<Divide> {
-    ServiceHandler::<Divide>::builder()
-        .version(|input: ServiceInput<DivideV1>| async move {
-            let DivideRequest { numerator, denominator } = input.payload;
-            Ok(Emit::new(Quotient { quotient: numerator / denominator }))
-        })
-        .version(|input: ServiceInput<DivideV2>| async move {
-            let DivideRequestV2 { numerator, denominator, .. } = input.payload;
-            Ok(Emit::new(Quotient { quotient: numerator / denominator }))
-        })
-        .build()
-        .unwrap()
-}
-
 fn average_init(values: Vec<f64>) -> Event {
     EventFactory::<AverageV1>::new().init(AverageInput { values }, client()).unwrap()
 }
@@ -371,8 +336,8 @@ async fn full_workflow_through_the_broker() {
     assert_eq!(orc.source(), AVG);
     let broker = Broker::builder()
         .handler(orc.clone())
-        .handler(add_handler())
-        .handler(divide_handler())
+        .handler(services::add().unwrap())
+        .handler(services::divide().unwrap())
         .workers(4)
         .build()
         .unwrap();
@@ -436,14 +401,14 @@ async fn each_step_builds_the_events_and_persists_the_snapshot() {
     let back: WorkflowRecord = serde_json::from_value(wire).unwrap();
     assert_eq!(back, record);
 
-    let sum = one(&add_handler(), &request).await;
+    let sum = one(&services::add().unwrap(), &request).await;
     let divide = one(&orc, &sum).await;
     assert_eq!(divide.r#type(), "com.calc.divide");
     assert_eq!(divide.parentid(), Some(sum.id()));
     assert_eq!(divide.data_value(), &json!({"numerator": 6.0, "denominator": 2.0}));
     assert_eq!(stored(orc.memory(), init.subject()).await.unwrap().version, 2);
 
-    let quotient = one(&divide_handler(), &divide).await;
+    let quotient = one(&services::divide().unwrap(), &divide).await;
     let done = one(&orc, &quotient).await;
     assert_eq!(done.r#type(), "arvo.orc.calc.average.done");
     assert_eq!(done.data_value(), &json!({"average": 3.0}));
@@ -454,7 +419,7 @@ async fn each_step_builds_the_events_and_persists_the_snapshot() {
     assert!(record.done);
     // Exactly once: the same answer again, or another one, produces nothing.
     assert!(orc.execute(&quotient).await.unwrap().is_empty());
-    let again = one(&divide_handler(), &divide).await;
+    let again = one(&services::divide().unwrap(), &divide).await;
     assert!(orc.execute(&again).await.unwrap().is_empty());
     assert_eq!(stored(orc.memory(), init.subject()).await.unwrap().version, 3);
 }
@@ -820,7 +785,7 @@ async fn completion_is_emitted_even_with_an_empty_output() {
     let orc = Orchestrator::builder(fast_memory(Retention::Keep)).machine::<Ping>().build().unwrap();
     let init = EventFactory::<PingV1>::new().init(Empty {}, client()).unwrap();
     let request = one(&orc, &init).await;
-    let sum = one(&add_handler(), &request).await;
+    let sum = one(&services::add().unwrap(), &request).await;
     let done = one(&orc, &sum).await;
     assert_eq!(done.r#type(), "arvo.orc.test.ping.done");
     assert_eq!(done.data_value(), &json!({}));
@@ -837,9 +802,9 @@ async fn completion_goes_to_meta_redirectto_and_system_errors_to_the_initiator()
     let subject = Subject::parse(init.subject()).unwrap();
     assert_eq!(subject.meta("redirectto"), Some("com.test.elsewhere"));
     let request = one(&orc, &init).await;
-    let sum = one(&add_handler(), &request).await;
+    let sum = one(&services::add().unwrap(), &request).await;
     let divide = one(&orc, &sum).await;
-    let quotient = one(&divide_handler(), &divide).await;
+    let quotient = one(&services::divide().unwrap(), &divide).await;
     let done = one(&orc, &quotient).await;
     assert_eq!(done.to(), Some("com.test.elsewhere"));
     assert_eq!(done.data_value(), &json!({"average": 4.0}));
@@ -864,8 +829,8 @@ async fn a_parent_gets_its_childs_completion_on_its_own_subject() {
     let broker = Broker::builder()
         .handler(parent.clone())
         .handler(child.clone())
-        .handler(add_handler())
-        .handler(divide_handler())
+        .handler(services::add().unwrap())
+        .handler(services::divide().unwrap())
         .log(true)
         .workers(2)
         .build()
@@ -906,8 +871,12 @@ async fn two_versions_side_by_side_are_chosen_by_the_subject_version() {
         .build()
         .unwrap();
     assert_eq!(orc.versions(), ["1.0.0", "2.0.0"]);
-    let broker =
-        Broker::builder().handler(orc).handler(add_handler()).handler(mul_handler()).build().unwrap();
+    let broker = Broker::builder()
+        .handler(orc)
+        .handler(services::add().unwrap())
+        .handler(services::mul().unwrap())
+        .build()
+        .unwrap();
     let v1 = EventFactory::<CalcV1>::new().init(CalcInput { a: 3.0, b: 4.0 }, client()).unwrap();
     let done = broker.resolve(v1).await.unwrap().unwrap();
     assert_eq!(done.data_value(), &json!({"result": 7.0}));
@@ -955,11 +924,11 @@ async fn delivering_any_event_twice_is_harmless() {
     let request = one(&orc, &init).await;
     assert!(orc.execute(&init).await.unwrap().is_empty(), "the init event again");
     assert_eq!(stored(orc.memory(), init.subject()).await.unwrap().version, 1);
-    let sum = one(&add_handler(), &request).await;
+    let sum = one(&services::add().unwrap(), &request).await;
     let divide = one(&orc, &sum).await;
     assert!(orc.execute(&sum).await.unwrap().is_empty(), "the sum again");
     assert_eq!(stored(orc.memory(), init.subject()).await.unwrap().version, 2);
-    let quotient = one(&divide_handler(), &divide).await;
+    let quotient = one(&services::divide().unwrap(), &divide).await;
     let done = one(&orc, &quotient).await;
     assert_eq!(done.data_value(), &json!({"average": 5.0}));
     for event in [&init, &sum, &quotient] {
@@ -1011,8 +980,8 @@ async fn two_answers_delivered_at_once_both_count_and_complete_once() {
         let init = EventFactory::<BothV1>::new().init(CalcInput { a: 3.0, b: 5.0 }, client()).unwrap();
         let requests = orc.execute(&init).await.unwrap();
         assert_eq!(requests.len(), 2);
-        let sum = one(&add_handler(), &requests[0]).await;
-        let product = one(&mul_handler(), &requests[1]).await;
+        let sum = one(&services::add().unwrap(), &requests[0]).await;
+        let product = one(&services::mul().unwrap(), &requests[1]).await;
         let (a, b) = (orc.clone(), orc.clone());
         let left = tokio::spawn(async move { execute_retrying(&a, &sum).await });
         let right = tokio::spawn(async move { execute_retrying(&b, &product).await });
@@ -1045,8 +1014,8 @@ async fn a_thousand_interleaved_workflows_complete_with_exact_results() {
     let sink = Sink::default();
     let broker = Broker::builder()
         .handler(orc.clone())
-        .handler(add_handler())
-        .handler(divide_handler())
+        .handler(services::add().unwrap())
+        .handler(services::divide().unwrap())
         .handler(sink.clone())
         .workers(8)
         .build()

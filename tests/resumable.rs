@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use orchestrator::broker::Broker;
 use orchestrator::handler::EventHandler;
-use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
 use orchestrator::memory::{InMemory, InMemoryConfig, Memory, Retention, Stored};
 use orchestrator::orchestration::WorkflowRecord;
 use orchestrator::orchestration::resumable::{
@@ -19,7 +18,7 @@ use orchestrator::orchestration::resumable::{
 };
 use orchestrator::prelude::*;
 use orchestrator_examples::calculator::{
-    Add, AddV1, AverageInput, AverageOutput, AverageV1, Mul, MulV1, Operands, Product, Sum,
+    AddV1, AverageInput, AverageOutput, AverageV1, MulV1, Operands, Product, Sum, services,
 };
 use serde_json::json;
 
@@ -39,26 +38,6 @@ fn fast_memory() -> Mem {
         retention: Retention::Keep,
         ..InMemoryConfig::default()
     })
-}
-
-fn add_handler() -> ServiceHandler<Add> {
-    ServiceHandler::<Add>::builder()
-        .version(|input: ServiceInput<AddV1>| async move {
-            let Operands { a, b } = input.payload;
-            Ok(Emit::new(Sum { sum: a + b }))
-        })
-        .build()
-        .unwrap()
-}
-
-fn mul_handler() -> ServiceHandler<Mul> {
-    ServiceHandler::<Mul>::builder()
-        .version(|input: ServiceInput<MulV1>| async move {
-            let Operands { a, b } = input.payload;
-            Ok(Emit::new(Product { product: a * b }))
-        })
-        .build()
-        .unwrap()
 }
 
 fn average_init(values: Vec<f64>) -> Event {
@@ -198,8 +177,12 @@ async fn a_sequential_chain_completes_with_the_exact_result() {
     let res = sequential(fast_memory(), Arc::clone(&calls));
     assert_eq!(res.source(), AVG);
     assert_eq!(res.versions(), vec!["1.0.0"]);
-    let broker =
-        Broker::builder().handler(res.clone()).handler(add_handler()).handler(mul_handler()).build().unwrap();
+    let broker = Broker::builder()
+        .handler(res.clone())
+        .handler(services::add().unwrap())
+        .handler(services::mul().unwrap())
+        .build()
+        .unwrap();
     let init = average_init(vec![2.0, 4.0]);
     let done = broker.resolve(init.clone()).await.unwrap().expect("a completion");
     assert_eq!(done.r#type(), "arvo.orc.calc.average.done");
@@ -248,7 +231,7 @@ async fn a_fan_out_completes_only_when_every_response_arrived() {
     let init = average_init(values);
     let requests = res.execute(&init).await.unwrap();
     assert_eq!(requests.len(), 8);
-    let add = add_handler();
+    let add = services::add().unwrap();
     let mut sums = Vec::new();
     for request in &requests {
         sums.push(one(&add, request).await);
@@ -283,9 +266,9 @@ async fn a_duplicate_init_does_not_run_the_function_again() {
     // The workflow continues normally.
     let (st, _) = state(res.memory(), init.subject()).await;
     assert!(st.events.expected.contains_key(request.id()));
-    let sum = one(&add_handler(), &request).await;
+    let sum = one(&services::add().unwrap(), &request).await;
     let mul = one(&res, &sum).await;
-    let product = one(&mul_handler(), &mul).await;
+    let product = one(&services::mul().unwrap(), &mul).await;
     let done = one(&res, &product).await;
     assert_eq!(done.data_value(), &json!({"average": 2.0}));
     assert_eq!(done.parentid(), Some(init.id()));
@@ -298,7 +281,7 @@ async fn a_duplicate_response_is_harmless() {
     let res = fan_out(fast_memory(), Arc::clone(&calls), Arc::default());
     let init = average_init(vec![1.0, 2.0, 6.0]);
     let requests = res.execute(&init).await.unwrap();
-    let add = add_handler();
+    let add = services::add().unwrap();
     let s0 = one(&add, &requests[0]).await;
     let s1 = one(&add, &requests[1]).await;
     let s2 = one(&add, &requests[2]).await;
@@ -322,7 +305,7 @@ async fn a_response_with_an_unknown_parentid_runs_the_function_but_is_not_collec
     let res = fan_out(fast_memory(), Arc::clone(&calls), Arc::clone(&uncollected));
     let init = average_init(vec![1.0, 2.0, 3.0]);
     let requests = res.execute(&init).await.unwrap();
-    let sum = one(&add_handler(), &requests[0]).await;
+    let sum = one(&services::add().unwrap(), &requests[0]).await;
     let stray = sum.to_builder().id("stray-id").parentid("not-a-request").build().unwrap();
     assert!(res.execute(&stray).await.unwrap().is_empty());
     assert_eq!(calls.load(Ordering::SeqCst), 2);
@@ -453,7 +436,7 @@ async fn an_ordinary_error_latches_the_workflow_and_reports_a_system_error() {
     let res = fan_out(fast_memory(), Arc::clone(&calls), Arc::default());
     let init = average_init(vec![-1.0, 2.0]);
     let requests = res.execute(&init).await.unwrap();
-    let add = add_handler();
+    let add = services::add().unwrap();
     let s0 = one(&add, &requests[0]).await;
     let s1 = one(&add, &requests[1]).await;
     let error = one(&res, &s0).await;
@@ -491,7 +474,7 @@ async fn responses_of_a_fan_out_delivered_concurrently_lose_no_update() {
         let values: Vec<f64> = (1..=16).map(f64::from).collect();
         let init = average_init(values);
         let requests = res.execute(&init).await.unwrap();
-        let add = add_handler();
+        let add = services::add().unwrap();
         let mut tasks = Vec::new();
         for request in &requests {
             let sum = one(&add, request).await;
@@ -534,8 +517,8 @@ async fn a_thousand_interleaved_workflows_complete_with_exact_results() {
     let sink = Sink::default();
     let broker = Broker::builder()
         .handler(res.clone())
-        .handler(add_handler())
-        .handler(mul_handler())
+        .handler(services::add().unwrap())
+        .handler(services::mul().unwrap())
         .handler(sink.clone())
         .workers(8)
         // A fan-out publishes several requests per workflow.

@@ -18,6 +18,7 @@ use orchestrator::handler::{DynEventHandler, EventHandler};
 use orchestrator::prelude::*;
 use orchestrator_examples::calculator::{
     Add, AddV1, Divide, DivideRequest, DivideRequestV2, DivideV1, DivideV2, MulV1, Operands, Quotient, Sum,
+    services,
 };
 use serde_json::{Value, json};
 
@@ -66,22 +67,6 @@ fn add_request(base: EventBuilder) -> Event {
 
 fn client() -> EventBuilder {
     Event::builder().source("com.test.client")
-}
-
-/// A Divide handler; each version reports which one ran through the quotient's dataschema.
-fn divide_handler() -> ServiceHandler<Divide> {
-    ServiceHandler::<Divide>::builder()
-        .version(|input: ServiceInput<DivideV1>| async move {
-            let DivideRequest { numerator, denominator } = input.payload;
-            Ok(Emit::new(Quotient { quotient: numerator / denominator }))
-        })
-        .version(|input: ServiceInput<DivideV2>| async move {
-            let DivideRequestV2 { numerator, denominator, precision } = input.payload;
-            let scale = 10f64.powi(i32::from(precision));
-            Ok(Emit::new(Quotient { quotient: (numerator / denominator * scale).round() / scale }))
-        })
-        .build()
-        .unwrap()
 }
 
 /// A `com.calc.divide` event built by hand (so it can break the contract).
@@ -158,7 +143,8 @@ fn source_is_the_contract_type_and_the_handler_is_object_safe() {
     assert_eq!(add.executionunits().and_then(serde_json::Number::as_f64), Some(1.5));
     assert_eq!(add.emit_domains(), &[Domain::OrchestrationContext]);
     assert_eq!(add.system_error_domains(), &[Domain::OrchestrationContext]);
-    let handlers: Vec<Arc<dyn DynEventHandler>> = vec![Arc::new(add.clone()), Arc::new(divide_handler())];
+    let handlers: Vec<Arc<dyn DynEventHandler>> =
+        vec![Arc::new(add.clone()), Arc::new(services::divide().unwrap())];
     assert_eq!(handlers[1].source(), "com.calc.divide");
     let out = run(&handlers[0], &add_request(client())).unwrap();
     assert_eq!(out[0].data()["sum"], 3.0);
@@ -178,7 +164,7 @@ fn wrong_event_type_is_a_config_violation() {
 #[test]
 fn dataschema_of_another_contract_is_a_contract_violation() {
     let event = divide_event(Some("#/calc/other/1.0.0"), json!({"numerator": 1.0, "denominator": 2.0}));
-    let err = violation_kind(run(&divide_handler(), &event));
+    let err = violation_kind(run(&services::divide().unwrap(), &event));
     assert!(matches!(err, Violation::Contract { .. }), "{err:?}");
     assert!(err.message().starts_with("Contract URI mismatch"), "{err}");
     assert!(err.message().contains("#/calc/other"), "{err}");
@@ -186,7 +172,7 @@ fn dataschema_of_another_contract_is_a_contract_violation() {
 
 #[test]
 fn dataschema_selects_the_version() {
-    let divide = divide_handler();
+    let divide = services::divide().unwrap();
     let v1 = EventFactory::<DivideV1>::new()
         .accepts(DivideRequest { numerator: 1.0, denominator: 3.0 }, client())
         .unwrap();
@@ -206,7 +192,7 @@ fn dataschema_selects_the_version() {
 
 #[test]
 fn missing_or_unparsable_dataschema_uses_the_latest_version() {
-    let divide = divide_handler();
+    let divide = services::divide().unwrap();
     for dataschema in [None, Some("#/calc/divide/latest"), Some("not-a-dataschema")] {
         let v2_payload = json!({"numerator": 2.0, "denominator": 3.0, "precision": 1});
         let out = run(&divide, &divide_event(dataschema, v2_payload)).unwrap();
@@ -222,7 +208,7 @@ fn missing_or_unparsable_dataschema_uses_the_latest_version() {
 
 #[test]
 fn unknown_version_is_a_config_violation() {
-    let divide = divide_handler();
+    let divide = services::divide().unwrap();
     for version in ["3.0.0", "0.0.0", "1.0.1"] {
         let event = divide_event(
             Some(&format!("#/calc/divide/{version}")),
@@ -237,7 +223,7 @@ fn unknown_version_is_a_config_violation() {
 
 #[test]
 fn invalid_payload_is_a_contract_violation_with_the_schema_errors() {
-    let divide = divide_handler();
+    let divide = services::divide().unwrap();
     let cases = [
         ("#/calc/divide/1.0.0", json!({"numerator": 1.0, "denominator": 0}), "/denominator"),
         (

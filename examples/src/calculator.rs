@@ -123,3 +123,47 @@ orchestrator::orchestrator_contract! {
         },
     }
 }
+
+/// The calculator services: [`ServiceHandler`]s serving [`Add`], [`Mul`] and [`Divide`], shared
+/// by the examples, the tests and the benchmarks.
+pub mod services {
+    use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
+    use orchestrator::violation::Violation;
+
+    use super::*;
+
+    /// `com.calc.add`: `a + b`.
+    pub fn add() -> Result<ServiceHandler<Add>, Violation> {
+        ServiceHandler::<Add>::builder()
+            .version(|input: ServiceInput<AddV1>| async move {
+                let Operands { a, b } = input.payload;
+                Ok(Emit::new(Sum { sum: a + b }))
+            })
+            .build()
+    }
+
+    /// `com.calc.mul`: `a * b`.
+    pub fn mul() -> Result<ServiceHandler<Mul>, Violation> {
+        ServiceHandler::<Mul>::builder()
+            .version(|input: ServiceInput<MulV1>| async move {
+                let Operands { a, b } = input.payload;
+                Ok(Emit::new(Product { product: a * b }))
+            })
+            .build()
+    }
+
+    /// `com.calc.divide`: version 1 divides, version 2 rounds to `precision` decimals.
+    pub fn divide() -> Result<ServiceHandler<Divide>, Violation> {
+        ServiceHandler::<Divide>::builder()
+            .version(|input: ServiceInput<DivideV1>| async move {
+                let DivideRequest { numerator, denominator } = input.payload;
+                Ok(Emit::new(Quotient { quotient: numerator / denominator }))
+            })
+            .version(|input: ServiceInput<DivideV2>| async move {
+                let DivideRequestV2 { numerator, denominator, precision } = input.payload;
+                let scale = 10f64.powi(i32::from(precision));
+                Ok(Emit::new(Quotient { quotient: (numerator / denominator * scale).round() / scale }))
+            })
+            .build()
+    }
+}

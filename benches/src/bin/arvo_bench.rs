@@ -11,12 +11,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use orchestrator::handler::EventHandler;
-use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
+use orchestrator::handler::service::ServiceHandler;
 use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
 use orchestrator::orchestration::resumable::{Request, Resumable, ResumableInput, ResumableOutput};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
-use orchestrator_examples::calculator::{Add, AddV1, Mul, MulV1, Operands, Product, Sum};
+use orchestrator_examples::calculator::{Add, AddV1, Mul, MulV1, Operands, Product, Sum, services};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
@@ -165,24 +165,6 @@ fn chain_resumable() -> Result<Resumable<Mem>, BoxError> {
         .build()?)
 }
 
-fn add_handler() -> Result<ServiceHandler<Add>, BoxError> {
-    Ok(ServiceHandler::<Add>::builder()
-        .version(|input: ServiceInput<AddV1>| async move {
-            let Operands { a, b } = input.payload;
-            Ok(Emit::new(Sum { sum: a + b }))
-        })
-        .build()?)
-}
-
-fn mul_handler() -> Result<ServiceHandler<Mul>, BoxError> {
-    Ok(ServiceHandler::<Mul>::builder()
-        .version(|input: ServiceInput<MulV1>| async move {
-            let Operands { a, b } = input.payload;
-            Ok(Emit::new(Product { product: a * b }))
-        })
-        .build()?)
-}
-
 // ---------------------------------------------------------------------------------------------
 // Measurement
 
@@ -219,7 +201,7 @@ struct ChainRig<O> {
 
 impl<O: EventHandler> ChainRig<O> {
     fn new(orc: O) -> Result<Self, BoxError> {
-        Ok(Self { orc, add: add_handler()?, mul: mul_handler()?, factory: EventFactory::new() })
+        Ok(Self { orc, add: services::add()?, mul: services::mul()?, factory: EventFactory::new() })
     }
 
     /// The inputs of workflow `i` and its exact result.
@@ -295,7 +277,7 @@ fn warmup_units(n: usize) -> usize {
 }
 
 fn service_handler(rt: &Runtime, n: usize) -> Result<Measured, BoxError> {
-    let add = add_handler()?;
+    let add = services::add()?;
     let factory = EventFactory::<AddV1>::new();
     let pool = (0..POOL)
         .map(|i| factory.accepts(Operands { a: i as f64, b: 1.0 }, Event::builder().source(CLIENT)))
