@@ -81,18 +81,12 @@ impl Parse for ContractDecl {
             } else if key == "metadata" {
                 let inner;
                 braced!(inner in body);
-                let mut entries = Vec::new();
-                while !inner.is_empty() {
-                    let k: LitStr = inner.parse()?;
-                    inner.parse::<Token![:]>()?;
-                    let v: syn::Lit = inner.parse()?;
-                    entries.push((k, v));
-                    if inner.is_empty() {
-                        break;
-                    }
-                    inner.parse::<Token![,]>()?;
-                }
-                FieldValue::Metadata(entries)
+                let entries = Punctuated::<_, Token![,]>::parse_terminated_with(&inner, |p| {
+                    let k: LitStr = p.parse()?;
+                    p.parse::<Token![:]>()?;
+                    Ok((k, p.parse::<syn::Lit>()?))
+                })?;
+                FieldValue::Metadata(entries.into_iter().collect())
             } else {
                 FieldValue::Str(body.parse()?)
             };
@@ -121,18 +115,12 @@ impl Parse for VersionDecl {
             let value = if body.peek(syn::token::Brace) {
                 let inner;
                 braced!(inner in body);
-                let mut emits = Vec::new();
-                while !inner.is_empty() {
-                    let t: LitStr = inner.parse()?;
-                    inner.parse::<Token![=>]>()?;
-                    let ty: Type = inner.parse()?;
-                    emits.push((t, ty));
-                    if inner.is_empty() {
-                        break;
-                    }
-                    inner.parse::<Token![,]>()?;
-                }
-                VersionValue::Emits(emits)
+                let emits = Punctuated::<_, Token![,]>::parse_terminated_with(&inner, |p| {
+                    let t: LitStr = p.parse()?;
+                    p.parse::<Token![=>]>()?;
+                    Ok((t, p.parse::<Type>()?))
+                })?;
+                VersionValue::Emits(emits.into_iter().collect())
             } else {
                 VersionValue::Type(body.parse()?)
             };

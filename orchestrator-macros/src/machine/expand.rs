@@ -10,7 +10,7 @@ use syn::spanned::Spanned;
 use syn::{Ident, Type};
 
 use super::chart::{Patches, Sink, walk};
-use super::model::{Act, Grd, Kind, Model, Target, Trans, Trig};
+use super::model::{Act, Grd, Kind, Model, Node, Target, Trans, Trig};
 use crate::shared::respan;
 
 /// How exporters show a guard or action: a function's path, or a closure's (shortened) source.
@@ -182,13 +182,7 @@ fn state_types(model: &Model) -> TokenStream {
         let Some(ty) = &node.ty else { continue };
         let what =
             if i == 0 { format!("machine `{}`", model.name) } else { format!("state `{}`", node.path) };
-        let real: Vec<usize> = node
-            .children
-            .iter()
-            .copied()
-            .filter(|c| !matches!(model.nodes[*c].kind, Kind::History { .. }))
-            .filter(|c| model.nodes[*c].variant.is_some())
-            .collect();
+        let real = typed_children(model, node);
         let derive = quote!(#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]);
         if node.kind == Kind::Parallel {
             let doc = format!(" The active configuration of parallel {what}: one field per region.");
@@ -220,18 +214,23 @@ fn state_types(model: &Model) -> TokenStream {
     out
 }
 
+/// The children of `node` that appear in the typed state: not history states, and with a
+/// variant.
+fn typed_children(model: &Model, node: &Node) -> Vec<usize> {
+    node.children
+        .iter()
+        .copied()
+        .filter(|c| !matches!(model.nodes[*c].kind, Kind::History { .. }))
+        .filter(|c| model.nodes[*c].variant.is_some())
+        .collect()
+}
+
 fn state_of(model: &Model) -> TokenStream {
     let mut fns = TokenStream::new();
     for (i, node) in model.nodes.iter().enumerate() {
         let Some(ty) = &node.ty else { continue };
         let f = format_ident!("__state_{}", i);
-        let real: Vec<usize> = node
-            .children
-            .iter()
-            .copied()
-            .filter(|c| !matches!(model.nodes[*c].kind, Kind::History { .. }))
-            .filter(|c| model.nodes[*c].variant.is_some())
-            .collect();
+        let real = typed_children(model, node);
         let body = if node.kind == Kind::Parallel {
             let fields = real.iter().map(|c| {
                 let key = model.nodes[*c].key.as_ref().map(|k| k.to_token_stream()).unwrap_or_default();
