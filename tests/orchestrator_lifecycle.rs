@@ -13,7 +13,7 @@ use orchestrator::broker::Broker;
 use orchestrator::contract::{ContractVersion, VersionedContract};
 use orchestrator::handler::EventHandler;
 use orchestrator::memory::{
-    InMemory, InMemoryConfig, Lease, Memory, MemoryError, Retention, Stored, WriteMeta,
+    InMemory, InMemoryConfig, Lease, Memory, MemoryError, Retention, Stored, Wake, WriteMeta,
 };
 use orchestrator::orchestration::{
     CoreStep, ExecutionStatus, Lifecycle, Locking, Orchestrator, StepError, StepInput, StepOutput,
@@ -392,7 +392,7 @@ async fn each_step_builds_the_events_and_persists_the_snapshot() {
     assert_eq!(record.last_event_id.as_deref(), Some(init.id()));
     // The snapshot: subject, context, compact chart state; never the machine definition.
     let keys: Vec<&str> = record.state.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["subject", "context", "state"]);
+    assert_eq!(keys, ["subject", "context", "state", "epochMs"]);
     assert_eq!(record.state["context"], json!({"values": [1.0, 5.0], "average": 0.0}));
     // The record's wire form.
     let wire = serde_json::to_value(&record).unwrap();
@@ -525,7 +525,7 @@ impl Memory<WorkflowRecord> for Flaky {
         record: &WorkflowRecord,
         prev: Option<u64>,
         lease: Option<&Lease>,
-        meta: &WriteMeta,
+        meta: &WriteMeta<'_>,
     ) -> Result<u64, MemoryError> {
         if self.fail_write.load(Ordering::SeqCst) {
             return Err(broken(id, "write"));
@@ -538,6 +538,10 @@ impl Memory<WorkflowRecord> for Flaky {
             return Err(broken(id, "lock"));
         }
         self.inner.lock(id).await
+    }
+
+    async fn due(&self, now: std::time::SystemTime, limit: usize) -> Result<Vec<Wake>, MemoryError> {
+        self.inner.due(now, limit).await
     }
 
     async fn unlock(&self, lease: &Lease) -> Result<bool, MemoryError> {
@@ -691,6 +695,7 @@ impl CoreStep for Scripted {
                 events: Vec::new(),
                 state: json!({"count": count + 1}),
                 done: action == "done",
+                wake_at: None,
             }),
         };
         self.running.fetch_sub(1, Ordering::SeqCst);

@@ -45,6 +45,10 @@ pub struct Snapshot<C> {
     pub context: C,
     /// The chart state.
     pub state: MachineState,
+    /// The wall-clock time (Unix ms) of machine clock 0, when a runtime drives the machine's
+    /// timers from a real clock (see [`MachineInstance::epoch_ms`]).
+    #[serde(default, rename = "epochMs", skip_serializing_if = "Option::is_none")]
+    pub epoch_ms: Option<u64>,
 }
 
 impl<C: Serialize> Snapshot<C> {
@@ -118,6 +122,7 @@ impl<M: Machine> Host for MachineHost<M> {
 pub struct MachineInstance<M: Machine> {
     interp: Interpreter<MachineHost<M>, &'static Chart>,
     step_limit: Option<u32>,
+    epoch_ms: Option<u64>,
 }
 
 impl<M: Machine> fmt::Debug for MachineInstance<M> {
@@ -161,7 +166,7 @@ impl<M: Machine> MachineInstance<M> {
         let context = M::init(&input);
         let mut host = MachineHost::new(subject);
         host.current = Some(M::init_event(input));
-        let mut me = Self { interp: Interpreter::new(M::chart(), host, context), step_limit: None };
+        let mut me = Self { interp: Interpreter::new(M::chart(), host, context), step_limit: None, epoch_ms: None };
         let result = me.interp.start();
         let requests = me.take_outbox(result)?;
         Ok((me, requests))
@@ -169,9 +174,9 @@ impl<M: Machine> MachineInstance<M> {
 
     /// Resumes a workflow from a [`Snapshot`] (its chart state is checked against the chart).
     pub fn restore(snapshot: Snapshot<M::Context>) -> Result<Self, MachineError> {
-        let Snapshot { subject, context, state } = snapshot;
+        let Snapshot { subject, context, state, epoch_ms } = snapshot;
         let interp = Interpreter::restore(M::chart(), MachineHost::new(subject), context, state)?;
-        Ok(Self { interp, step_limit: None })
+        Ok(Self { interp, step_limit: None, epoch_ms })
     }
 
     /// Sends a typed event and runs to completion.
@@ -252,6 +257,17 @@ impl<M: Machine> MachineInstance<M> {
         self.interp.next_due()
     }
 
+    /// The wall-clock time (Unix ms) of machine clock 0, when a runtime drives this machine from
+    /// a real clock: machine time `t` is wall time `epoch_ms + t`. Persisted in the snapshot.
+    pub fn epoch_ms(&self) -> Option<u64> {
+        self.epoch_ms
+    }
+
+    /// Sets [`epoch_ms`](Self::epoch_ms).
+    pub fn set_epoch_ms(&mut self, epoch_ms: Option<u64>) {
+        self.epoch_ms = epoch_ms;
+    }
+
     /// The chart state.
     pub fn machine_state(&self) -> &MachineState {
         self.interp.state()
@@ -274,6 +290,7 @@ impl<M: Machine> MachineInstance<M> {
             subject: self.subject().map(str::to_owned),
             context: self.interp.context().clone(),
             state: self.interp.snapshot(),
+            epoch_ms: self.epoch_ms,
         }
     }
 

@@ -4,7 +4,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use super::{Lease, Memory, MemoryError, Stored, WriteMeta};
+use std::time::SystemTime;
+
+use super::{Lease, Memory, MemoryError, Stored, Wake, WriteMeta};
+use crate::event::Event;
 
 /// A boxed `Send` future.
 pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -28,8 +31,16 @@ pub trait DynMemory<R>: Send + Sync {
         record: &'a R,
         prev: Option<u64>,
         lease: Option<&'a Lease>,
-        meta: &'a WriteMeta,
+        meta: &'a WriteMeta<'a>,
     ) -> BoxFuture<'a, Result<u64, MemoryError>>;
+    /// See [`Memory::due`].
+    fn due_dyn(&self, now: SystemTime, limit: usize) -> BoxFuture<'_, Result<Vec<Wake>, MemoryError>>;
+    /// See [`Memory::produced`].
+    fn produced_dyn<'a>(
+        &'a self,
+        id: &'a str,
+        event_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<Event>>, MemoryError>>;
     /// See [`Memory::lock`].
     fn lock_dyn<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Lease>, MemoryError>>;
     /// See [`Memory::unlock`].
@@ -48,9 +59,19 @@ impl<R: Sync + Send + 'static, M: Memory<R>> DynMemory<R> for M {
         record: &'a R,
         prev: Option<u64>,
         lease: Option<&'a Lease>,
-        meta: &'a WriteMeta,
+        meta: &'a WriteMeta<'a>,
     ) -> BoxFuture<'a, Result<u64, MemoryError>> {
         Box::pin(self.write(id, record, prev, lease, meta))
+    }
+    fn due_dyn(&self, now: SystemTime, limit: usize) -> BoxFuture<'_, Result<Vec<Wake>, MemoryError>> {
+        Box::pin(self.due(now, limit))
+    }
+    fn produced_dyn<'a>(
+        &'a self,
+        id: &'a str,
+        event_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<Event>>, MemoryError>> {
+        Box::pin(self.produced(id, event_id))
     }
     fn lock_dyn<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Lease>, MemoryError>> {
         Box::pin(self.lock(id))
@@ -75,9 +96,15 @@ impl<R: Sync + Send + 'static> Memory<R> for Arc<dyn DynMemory<R>> {
         record: &R,
         prev: Option<u64>,
         lease: Option<&Lease>,
-        meta: &WriteMeta,
+        meta: &WriteMeta<'_>,
     ) -> Result<u64, MemoryError> {
         (**self).write_dyn(id, record, prev, lease, meta).await
+    }
+    async fn due(&self, now: SystemTime, limit: usize) -> Result<Vec<Wake>, MemoryError> {
+        (**self).due_dyn(now, limit).await
+    }
+    async fn produced(&self, id: &str, event_id: &str) -> Result<Option<Vec<Event>>, MemoryError> {
+        (**self).produced_dyn(id, event_id).await
     }
     async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
         (**self).lock_dyn(id).await

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use super::{Lease, Memory, MemoryError, Stored, WriteMeta, check_id};
+use super::{Lease, Memory, MemoryError, Stored, Wake, WriteMeta, check_id};
 
 const SHARDS: usize = 16;
 
@@ -54,11 +54,13 @@ struct Slot<R> {
     record: Option<Stored<R>>,
     /// The current lease: (token, expiry).
     lease: Option<(u64, SystemTime)>,
+    /// The wake-up of the last write.
+    wake_at: Option<SystemTime>,
 }
 
 impl<R> Default for Slot<R> {
     fn default() -> Self {
-        Self { record: None, lease: None }
+        Self { record: None, lease: None, wake_at: None }
     }
 }
 
@@ -199,7 +201,7 @@ impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
         record: &R,
         prev: Option<u64>,
         lease: Option<&Lease>,
-        _meta: &WriteMeta,
+        meta: &WriteMeta<'_>,
     ) -> Result<u64, MemoryError> {
         check_id(id)?;
         let now = SystemTime::now();
@@ -218,7 +220,22 @@ impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
         }
         let version = found.unwrap_or(0) + 1;
         slot.record = Some(Stored { record: record.clone(), version });
+        slot.wake_at = meta.wake_at;
         Ok(version)
+    }
+
+    async fn due(&self, now: SystemTime, limit: usize) -> Result<Vec<Wake>, MemoryError> {
+        let mut due: Vec<Wake> = Vec::new();
+        for shard in &self.shards {
+            let shard = lock_shard(shard);
+            due.extend(shard.iter().filter_map(|(id, slot)| match slot.wake_at {
+                Some(at) if at <= now && slot.record.is_some() => Some(Wake { id: id.clone(), at }),
+                _ => None,
+            }));
+        }
+        due.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.id.cmp(&b.id)));
+        due.truncate(limit);
+        Ok(due)
     }
 
     async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {

@@ -22,14 +22,18 @@
 
 mod dynamic;
 mod in_memory;
+mod journal;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 use std::future::Future;
 use std::time::SystemTime;
 
+use crate::event::Event;
+
 pub use dynamic::DynMemory;
 pub use in_memory::{InMemory, InMemoryConfig, Retention};
+pub use journal::{Journal, JournalRecord};
 
 /// A record with the version it was stored at (versions start at 1 and grow by 1 per write).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,29 +54,58 @@ pub enum Materialized<T> {
     Resolved(T),
 }
 
-/// What a write is about, for backends that index workflows (Arvo 3.0.28's write metadata).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WriteMeta {
+/// What a write is about, for backends that index workflows (Arvo 3.0.28's write metadata), plus
+/// what this runtime adds: the workflow's next wake-up and the journal entry of the execution.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteMeta<'a> {
     /// The workflow's subject (the record's key).
-    pub subject: String,
+    pub subject: &'a str,
     /// The parent workflow's subject, for a child workflow (`Resolved(None)` for a root).
-    pub parent_subject: Materialized<Option<String>>,
+    pub parent_subject: Materialized<Option<&'a str>>,
     /// Who started the workflow.
-    pub initiator: Materialized<String>,
+    pub initiator: Materialized<&'a str>,
     /// The handler that writes (its source topic).
-    pub source: String,
+    pub source: &'a str,
+    /// When the workflow must next be woken up (its earliest durable timer), if ever. A backend
+    /// indexes it for [`Memory::due`]; each write replaces the previous value.
+    pub wake_at: Option<SystemTime>,
+    /// What the execution consumed and produced. A journaling backend appends it, with the
+    /// record written, to the workflow's journal in the same transaction as the write.
+    pub entry: Option<JournalEntry<'a>>,
 }
 
-impl WriteMeta {
+impl<'a> WriteMeta<'a> {
     /// Metadata with only the subject and source known.
-    pub fn new(subject: impl Into<String>, source: impl Into<String>) -> Self {
+    pub fn new(subject: &'a str, source: &'a str) -> Self {
         Self {
-            subject: subject.into(),
+            subject,
             parent_subject: Materialized::Pending,
             initiator: Materialized::Pending,
-            source: source.into(),
+            source,
+            wake_at: None,
+            entry: None,
         }
     }
+}
+
+/// One execution of a workflow, as the lifecycle hands it to [`Memory::write`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JournalEntry<'a> {
+    /// The time the execution ran at (the "now" its timers were computed from).
+    pub at: SystemTime,
+    /// The event consumed; `None` for a timer wake-up.
+    pub consumed: Option<&'a Event>,
+    /// The events produced, in emission order.
+    pub produced: &'a [Event],
+}
+
+/// A workflow due for a wake-up (see [`Memory::due`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wake {
+    /// The workflow id.
+    pub id: String,
+    /// When it is due.
+    pub at: SystemTime,
 }
 
 /// A lock lease on one workflow: valid until `expires_at` unless superseded.
@@ -141,7 +174,7 @@ pub trait Memory<R>: Send + Sync {
         record: &R,
         prev: Option<u64>,
         lease: Option<&Lease>,
-        meta: &WriteMeta,
+        meta: &WriteMeta<'_>,
     ) -> impl Future<Output = Result<u64, MemoryError>> + Send;
 
     /// Acquires the lease on workflow `id`; `Ok(None)` when another holder has it.
@@ -149,6 +182,26 @@ pub trait Memory<R>: Send + Sync {
 
     /// Releases a lease; `Ok(false)` when it had already lapsed or been superseded.
     fn unlock(&self, lease: &Lease) -> impl Future<Output = Result<bool, MemoryError>> + Send;
+
+    /// Up to `limit` workflows whose wake-up ([`WriteMeta::wake_at`] of their last write) is at or
+    /// before `now`, earliest first.
+    fn due(
+        &self,
+        now: SystemTime,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Wake>, MemoryError>> + Send;
+
+    /// The events produced when workflow `id` consumed the event `event_id`, if the backend keeps
+    /// a journal and has it: a redelivered event then gets the same answer without running the
+    /// handler again. Backends without a journal answer `Ok(None)` (the default).
+    fn produced(
+        &self,
+        id: &str,
+        event_id: &str,
+    ) -> impl Future<Output = Result<Option<Vec<Event>>, MemoryError>> + Send {
+        let _ = (id, event_id);
+        async { Ok(None) }
+    }
 
     /// Called once when workflow `id` completes; applies the backend's retention policy.
     fn cleanup(&self, id: &str) -> impl Future<Output = Result<(), MemoryError>> + Send {

@@ -11,7 +11,7 @@
 //! retries are short (tens of milliseconds), so the suite runs in a few seconds.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::{Memory, MemoryError, WriteMeta};
 
@@ -32,9 +32,10 @@ where
     concurrent_lockers_one_wins(Arc::new(make(long))).await;
     concurrent_read_modify_write_loses_no_update(Arc::new(make(long))).await;
     cleanup_leaves_other_workflows(&make(long)).await;
+    wake_ups_are_indexed_by_the_last_write(&make(long)).await;
 }
 
-fn meta(id: &str) -> WriteMeta {
+fn meta(id: &str) -> WriteMeta<'_> {
     WriteMeta::new(id, "com.conformance.suite")
 }
 
@@ -172,4 +173,27 @@ async fn cleanup_leaves_other_workflows<M: Memory<String>>(m: &M) {
         Some("y".to_owned()),
         "cleanup must not touch other workflows"
     );
+}
+
+async fn wake_ups_are_indexed_by_the_last_write<M: Memory<String>>(m: &M) {
+    let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    let with_wake = |id: &'static str, wake: Option<SystemTime>| WriteMeta { wake_at: wake, ..meta(id) };
+    assert!(m.due(at(1_000), 10).await.expect("due").is_empty(), "nothing is due in an empty memory");
+    m.write("w-late", &"x".into(), None, None, &with_wake("w-late", Some(at(30)))).await.expect("write");
+    m.write("w-early", &"x".into(), None, None, &with_wake("w-early", Some(at(10)))).await.expect("write");
+    m.write("w-none", &"x".into(), None, None, &with_wake("w-none", None)).await.expect("write");
+    let ids = |due: Vec<super::Wake>| due.into_iter().map(|w| (w.id, w.at)).collect::<Vec<_>>();
+    assert_eq!(ids(m.due(at(9), 10).await.expect("due")), vec![], "nothing is due before its time");
+    assert_eq!(
+        ids(m.due(at(30), 10).await.expect("due")),
+        vec![("w-early".to_owned(), at(10)), ("w-late".to_owned(), at(30))],
+        "due wake-ups come earliest first, at or before now"
+    );
+    assert_eq!(ids(m.due(at(30), 1).await.expect("due")).len(), 1, "due honours its limit");
+    // A later write replaces the wake-up; a write without one clears it.
+    m.write("w-early", &"y".into(), Some(1), None, &with_wake("w-early", None)).await.expect("write");
+    m.write("w-late", &"y".into(), Some(1), None, &with_wake("w-late", Some(at(50)))).await.expect("write");
+    assert!(m.due(at(49), 10).await.expect("due").is_empty(), "a rewritten wake-up replaces the old one");
+    assert_eq!(ids(m.due(at(50), 10).await.expect("due")), vec![("w-late".to_owned(), at(50))]);
 }

@@ -1,14 +1,19 @@
 //! [`Lifecycle`]: validate subject → lock → read → gate → core step → persist → unlock.
 
+use std::sync::Arc;
+use std::time::SystemTime;
+
 use serde_json::{Number, Value};
 
-use super::{CoreStep, ExecutionStatus, Locking, StepError, StepInput, WorkflowRecord};
+use super::{
+    Clock, CoreStep, ExecutionStatus, Locking, StepError, StepInput, SystemClock, WorkflowRecord,
+};
 use crate::contract::orchestrator::PARENT_SUBJECT_KEY;
 use crate::domain::Domain;
 use crate::emit::{DEFAULT_SYSTEM_ERROR_DOMAINS, SystemErrorSpec, system_error_events, system_error_payload};
 use crate::event::Event;
 use crate::handler::EventHandler;
-use crate::memory::{Lease, Materialized, Memory, Stored, WriteMeta};
+use crate::memory::{JournalEntry, Lease, Materialized, Memory, Stored, WriteMeta};
 use crate::subject::Subject;
 use crate::violation::{TransactionCause, Violation};
 
@@ -22,6 +27,15 @@ pub struct Lifecycle<S, M> {
     locking: Locking,
     executionunits: Option<Number>,
     system_error_domains: Vec<Domain>,
+    clock: Arc<dyn Clock>,
+    wake_type: String,
+}
+
+/// The type of the timer wake-up events of orchestrator `source`: `<source>.wake`. They are
+/// addressed to the orchestrator itself (never to a service) and carry no payload of interest;
+/// see [`crate::orchestration::timers`].
+pub fn wake_type(source: &str) -> String {
+    format!("{source}.wake")
 }
 
 impl<S, M> Lifecycle<S, M> {
@@ -44,19 +58,39 @@ impl<S, M> Lifecycle<S, M> {
     pub fn executionunits(&self) -> Option<&Number> {
         self.executionunits.as_ref()
     }
+
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The type of this orchestrator's timer wake-up events ([`wake_type`]).
+    pub fn wake_type(&self) -> &str {
+        &self.wake_type
+    }
 }
 
 impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
     /// The lifecycle of `core` over `memory`, locking every execution, no execution units,
     /// system errors in the default domains (`[OrchestrationContext]`).
     pub fn new(core: S, memory: M) -> Self {
+        let wake_type = wake_type(core.source());
         Self {
             core,
             memory,
             locking: Locking::default(),
             executionunits: None,
             system_error_domains: DEFAULT_SYSTEM_ERROR_DOMAINS.to_vec(),
+            clock: Arc::new(SystemClock),
+            wake_type,
         }
+    }
+
+    /// Sets the clock (default [`SystemClock`]).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Sets the locking policy.
@@ -143,6 +177,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             )
         })?;
         let is_init = event.r#type() == self.core.source();
+        let is_wake = event.r#type() == self.wake_type;
         let (record, version) = match &stored {
             Some(Stored { record, version }) => (Some(record), Some(*version)),
             None => (None, None),
@@ -150,14 +185,27 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         match record {
             Some(r) if r.is_failed() || r.done => return Ok((Vec::new(), false)),
             Some(r) if r.last_event_id.as_deref() == Some(event.id()) => return Ok((Vec::new(), false)),
-            None if !is_init => return Ok((Vec::new(), false)),
+            None if !is_init || is_wake => return Ok((Vec::new(), false)),
             _ => {}
+        }
+        if record.is_some() {
+            // A redelivered event gets what it produced the first time (journaling backends).
+            let journaled = self.memory.produced(subject.as_str(), event.id()).await.map_err(|e| {
+                Violation::transaction(
+                    TransactionCause::ReadFailure,
+                    format!("Error reading the journal for event (subject={}): {e}", subject.as_str()),
+                )
+            })?;
+            if let Some(events) = journaled {
+                return Ok((events, false));
+            }
         }
         let parent_subject: Option<String> = match record {
             Some(r) => r.parent_subject.clone(),
             None => event.data().get(PARENT_SUBJECT_KEY).and_then(Value::as_str).map(str::to_owned),
         };
         let init_event_id = record.map_or_else(|| event.id().to_owned(), |r| r.init_event_id.clone());
+        let now = self.clock.now();
         let input = StepInput {
             event,
             subject,
@@ -165,42 +213,36 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             parent_subject: parent_subject.as_deref(),
             init_event_id: &init_event_id,
             executionunits: self.executionunits.as_ref(),
+            now,
+            is_wake,
         };
-        let meta = WriteMeta {
-            subject: subject.as_str().to_owned(),
-            parent_subject: Materialized::Resolved(parent_subject.clone()),
-            initiator: Materialized::Resolved(subject.initiator().to_owned()),
-            source: self.core.source().to_owned(),
+        let meta = |wake_at: Option<SystemTime>| Meta {
+            subject,
+            parent_subject: parent_subject.as_deref(),
+            source: self.core.source(),
+            event,
+            now,
+            wake_at,
         };
         match self.core.step(input).await {
             Ok(output) => {
                 let new = WorkflowRecord {
                     execution_status: ExecutionStatus::Normal,
                     subject: subject.as_str().to_owned(),
-                    parent_subject,
+                    parent_subject: parent_subject.clone(),
                     init_event_id,
                     done: output.done,
                     state: output.state,
                     last_event_id: Some(event.id().to_owned()),
                 };
-                self.write(subject, &new, version, lease, &meta).await?;
+                let wake_at = if output.done { None } else { output.wake_at };
+                self.write(subject, &new, version, lease, &meta(wake_at).with(&output.events)).await?;
                 Ok((output.events, output.done))
             }
             Err(StepError::Violation(violation)) => Err(violation),
             Err(StepError::Failure(error)) => {
                 // OpenTelemetry: record the exception and set the span status to ERROR.
                 let payload = system_error_payload(&*error);
-                let latch = WorkflowRecord {
-                    execution_status: ExecutionStatus::Failure { error: payload.clone() },
-                    subject: subject.as_str().to_owned(),
-                    parent_subject: parent_subject.clone(),
-                    init_event_id: init_event_id.clone(),
-                    done: false,
-                    state: record.map_or(Value::Null, |r| r.state.clone()),
-                    last_event_id: Some(event.id().to_owned()),
-                };
-                // Against the version read (Arvo's bug 4 writes it as if nothing existed).
-                self.write(subject, &latch, version, lease, &meta).await?;
                 let spec = SystemErrorSpec {
                     contract: self.core.system_error_contract(),
                     source: self.core.source(),
@@ -214,7 +256,19 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     traceparent: event.traceparent(),
                     tracestate: event.tracestate(),
                 };
-                Ok((system_error_events(&spec, &payload)?, false))
+                let events = system_error_events(&spec, &payload)?;
+                let latch = WorkflowRecord {
+                    execution_status: ExecutionStatus::Failure { error: payload },
+                    subject: subject.as_str().to_owned(),
+                    parent_subject: parent_subject.clone(),
+                    init_event_id: init_event_id.clone(),
+                    done: false,
+                    state: record.map_or(Value::Null, |r| r.state.clone()),
+                    last_event_id: Some(event.id().to_owned()),
+                };
+                // Against the version read (Arvo's bug 4 writes it as if nothing existed).
+                self.write(subject, &latch, version, lease, &meta(None).with(&events)).await?;
+                Ok((events, false))
             }
         }
     }
@@ -225,7 +279,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         record: &WorkflowRecord,
         prev: Option<u64>,
         lease: Option<&Lease>,
-        meta: &WriteMeta,
+        meta: &WriteMeta<'_>,
     ) -> Result<u64, Violation> {
         self.memory.write(subject.as_str(), record, prev, lease, meta).await.map_err(|e| {
             Violation::transaction(
@@ -233,6 +287,30 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                 format!("Error writing state for event (subject={}): {e}", subject.as_str()),
             )
         })
+    }
+}
+
+/// What the write metadata of one execution is made of.
+struct Meta<'a> {
+    subject: &'a Subject,
+    parent_subject: Option<&'a str>,
+    source: &'a str,
+    event: &'a Event,
+    now: SystemTime,
+    wake_at: Option<SystemTime>,
+}
+
+impl<'a> Meta<'a> {
+    /// The metadata journaling `produced`.
+    fn with(&self, produced: &'a [Event]) -> WriteMeta<'a> {
+        WriteMeta {
+            subject: self.subject.as_str(),
+            parent_subject: Materialized::Resolved(self.parent_subject),
+            initiator: Materialized::Resolved(self.subject.initiator()),
+            source: self.source,
+            wake_at: self.wake_at,
+            entry: Some(JournalEntry { at: self.now, consumed: Some(self.event), produced }),
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -24,6 +25,8 @@ struct Stepped {
     state: Value,
     /// The completion payload, once the machine is done.
     output: Option<Value>,
+    /// When the next timer is due (wall clock).
+    wake_at: Option<SystemTime>,
 }
 
 /// A machine type behind a trait object, so that several versions live side by side.
@@ -31,7 +34,7 @@ trait ErasedMachine: Send + Sync + 'static {
     fn name(&self) -> &'static str;
     fn contract(&self) -> &'static VersionedContract;
     fn complete_type(&self) -> &'static str;
-    fn run(&self, event: &Event, state: Option<&Value>) -> Result<Stepped, StepError>;
+    fn run(&self, input: &StepInput<'_>) -> Result<Stepped, StepError>;
 }
 
 struct Erased<M>(PhantomData<fn() -> M>);
@@ -56,16 +59,42 @@ impl<M: Machine> ErasedMachine for Erased<M> {
         <M::Contract as Emits<M::Output>>::EVENT_TYPE
     }
 
-    fn run(&self, event: &Event, state: Option<&Value>) -> Result<Stepped, StepError> {
-        let (instance, requests) = match state {
-            None => MachineInstance::<M>::start_wire(event).map_err(machine_error)?,
+    fn run(&self, input: &StepInput<'_>) -> Result<Stepped, StepError> {
+        let event = input.event;
+        let now_ms = unix_ms(input.now);
+        let (instance, requests) = match input.state {
+            None => {
+                let (mut instance, requests) = MachineInstance::<M>::start_wire(event).map_err(machine_error)?;
+                instance.set_epoch_ms(Some(now_ms));
+                (instance, requests)
+            }
             Some(state) => {
                 let snapshot = Snapshot::<M::Context>::deserialize(state)
                     .map_err(|e| machine_error(MachineError::Snapshot(e.to_string())))?;
                 let mut instance = MachineInstance::<M>::restore(snapshot).map_err(machine_error)?;
-                let requests = instance.send_wire(event).map_err(machine_error)?;
+                // Machine time t is wall time epoch + t; timers due by now fire before the event.
+                let epoch = match instance.epoch_ms() {
+                    Some(epoch) => epoch,
+                    None => {
+                        let epoch = now_ms.saturating_sub(instance.now_ms());
+                        instance.set_epoch_ms(Some(epoch));
+                        epoch
+                    }
+                };
+                let target = now_ms.saturating_sub(epoch);
+                let mut requests = Vec::new();
+                if target > instance.now_ms() {
+                    requests = instance.advance(target - instance.now_ms()).map_err(machine_error)?;
+                }
+                if !input.is_wake && !instance.is_done() {
+                    requests.extend(instance.send_wire(event).map_err(machine_error)?);
+                }
                 (instance, requests)
             }
+        };
+        let wake_at = match (instance.next_due(), instance.epoch_ms()) {
+            (Some(due), Some(epoch)) => Some(UNIX_EPOCH + Duration::from_millis(epoch.saturating_add(due))),
+            _ => None,
         };
         let state = serde_json::to_value(instance.snapshot())
             .map_err(|e| machine_error(MachineError::Snapshot(e.to_string())))?;
@@ -78,8 +107,13 @@ impl<M: Machine> ErasedMachine for Erased<M> {
                 ))
             })?),
         };
-        Ok(Stepped { requests, state, output })
+        Ok(Stepped { requests, state, output, wake_at })
     }
+}
+
+/// Milliseconds since the Unix epoch (0 before it).
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The [`CoreStep`] of an [`Orchestrator`]: resolves the machine by the subject's orchestrator
@@ -253,7 +287,7 @@ impl CoreStep for MachineCore {
 
     async fn step(&self, input: StepInput<'_>) -> Result<StepOutput, StepError> {
         let machine = self.resolve(input.subject)?;
-        let Stepped { requests, state, output } = machine.run(input.event, input.state)?;
+        let Stepped { requests, state, output, wake_at } = machine.run(&input)?;
         let mut events =
             request_events(self.source, &self.service_domains, &input, machine.contract(), &requests)?;
         let done = output.is_some();
@@ -268,7 +302,7 @@ impl CoreStep for MachineCore {
                 output,
             )?);
         }
-        Ok(StepOutput { events, state, done })
+        Ok(StepOutput { events, state, done, wake_at })
     }
 }
 

@@ -42,17 +42,20 @@
 //!   event then starts a new workflow; keep finished records ([`Retention::Keep`](crate::memory::Retention::Keep)
 //!   or [`RemoveAfter`](crate::memory::Retention::RemoveAfter)) for as long as redeliveries can happen.
 
+mod clock;
 mod lifecycle;
 mod machine;
 mod options;
 pub mod resumable;
 
 use std::future::Future;
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
-pub use lifecycle::Lifecycle;
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use lifecycle::{Lifecycle, wake_type};
 pub use machine::{MachineCore, Orchestrator, OrchestratorBuilder};
 pub use resumable::{Resumable, ResumableBuilder};
 
@@ -132,6 +135,12 @@ pub struct StepInput<'a> {
     pub init_event_id: &'a str,
     /// The orchestrator's execution units.
     pub executionunits: Option<&'a Number>,
+    /// The time of this execution (from the orchestrator's [`Clock`]; journaled, so a replay
+    /// sees the same time). Durable timers due by then fire before the event is handled.
+    pub now: SystemTime,
+    /// Whether the event is a timer wake-up ([`wake_type`]) rather than a contract event: the
+    /// core step only delivers the timers due by [`StepInput::now`].
+    pub is_wake: bool,
 }
 
 /// What a [`CoreStep`] produced.
@@ -143,6 +152,8 @@ pub struct StepOutput {
     pub state: Value,
     /// Whether the workflow is finished (its completion event is among `events`).
     pub done: bool,
+    /// When the workflow must be woken up next (its earliest durable timer), if ever.
+    pub wake_at: Option<SystemTime>,
 }
 
 /// Why a [`CoreStep`] failed.

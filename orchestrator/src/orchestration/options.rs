@@ -1,8 +1,10 @@
 //! The options every orchestrator kind's builder offers, declared once.
 
+use std::sync::Arc;
+
 use serde_json::Number;
 
-use super::{CoreStep, Lifecycle, Locking, WorkflowRecord};
+use super::{Clock, CoreStep, Lifecycle, Locking, SystemClock, WorkflowRecord};
 use crate::domain::Domain;
 use crate::emit::DEFAULT_SYSTEM_ERROR_DOMAINS;
 use crate::memory::Memory;
@@ -15,6 +17,7 @@ pub(super) struct Options {
     pub(super) service_domains: Vec<Domain>,
     pub(super) complete_domains: Vec<Domain>,
     pub(super) system_error_domains: Vec<Domain>,
+    pub(super) clock: Arc<dyn Clock>,
 }
 
 impl Default for Options {
@@ -25,6 +28,7 @@ impl Default for Options {
             service_domains: vec![Domain::Local],
             complete_domains: vec![Domain::OrchestrationContext],
             system_error_domains: DEFAULT_SYSTEM_ERROR_DOMAINS.to_vec(),
+            clock: Arc::new(SystemClock),
         }
     }
 }
@@ -52,6 +56,7 @@ impl Options {
             .with_locking(self.locking)
             .with_executionunits(executionunits)
             .with_system_error_domains(self.system_error_domains.clone())
+            .with_clock(Arc::clone(&self.clock))
     }
 }
 
@@ -83,6 +88,14 @@ macro_rules! option_setters {
         #[must_use]
         pub fn complete_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
             self.options.complete_domains = domains.into_iter().collect();
+            self
+        }
+
+        /// Sets the clock executions read their time from (default the wall clock); durable
+        /// timers are computed from it.
+        #[must_use]
+        pub fn clock(mut self, clock: std::sync::Arc<dyn crate::orchestration::Clock>) -> Self {
+            self.options.clock = clock;
             self
         }
 

@@ -256,7 +256,7 @@ impl ResumableCore {
 }
 
 fn unchanged(state: Option<&Value>, done: bool) -> StepOutput {
-    StepOutput { events: Vec::new(), state: state.cloned().unwrap_or(Value::Null), done }
+    StepOutput { events: Vec::new(), state: state.cloned().unwrap_or(Value::Null), done, wake_at: None }
 }
 
 impl CoreStep for ResumableCore {
@@ -270,6 +270,10 @@ impl CoreStep for ResumableCore {
     }
 
     async fn step(&self, input: StepInput<'_>) -> Result<StepOutput, StepError> {
+        if input.is_wake {
+            // A resumable has no timers.
+            return Ok(unchanged(input.state, false));
+        }
         let entry = self.resolve(input.subject)?;
         let event = input.event;
         let is_init = event.r#type() == self.source;
@@ -348,7 +352,7 @@ impl CoreStep for ResumableCore {
                 event.subject()
             ))
         })?;
-        Ok(StepOutput { events, state, done })
+        Ok(StepOutput { events, state, done, wake_at: None })
     }
 }
 
