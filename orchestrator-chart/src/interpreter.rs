@@ -278,6 +278,37 @@ impl<H: Host, C: Deref<Target = Chart>> Interpreter<H, C> {
         Ok(())
     }
 
+    /// Moves the clock `ms` forward **at once**, then delivers every timer due by then in
+    /// `(due, seq)` order, each with its full macrostep. Unlike [`advance`](Self::advance), a late
+    /// timer sees the new time, so the timers its transition starts count from now: this is how
+    /// a runtime catches up after a pause (a workflow whose 5 s wait ended an hour ago, while
+    /// the process was down, starts its next 2 s timeout now, not an hour ago).
+    pub fn catch_up(&mut self, ms: u64) -> Result<(), RunError> {
+        let chart: &Chart = &self.chart;
+        let core = &mut self.core;
+        if !core.state.started {
+            return Err(RunError::NotStarted);
+        }
+        core.steps = 0;
+        let target = core.state.now_ms.saturating_add(ms);
+        core.state.now_ms = target;
+        while !core.state.done {
+            match core.state.timers.first() {
+                Some(t) if t.due_ms <= target => {}
+                _ => break,
+            }
+            let timer = core.state.timers.remove(0);
+            let queued = match timer.kind {
+                TimerKind::After { state, index } => Queued::After { state, index },
+                TimerKind::Send { event, .. } => Queued::Named(event, EventKind::Timer),
+            };
+            let mut current = Current::Queued(queued);
+            core.handle_external(chart, &mut current)?;
+            core.drain_external(chart)?;
+        }
+        Ok(())
+    }
+
     /// The chart.
     pub fn chart(&self) -> &Chart {
         &self.chart

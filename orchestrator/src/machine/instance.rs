@@ -166,7 +166,8 @@ impl<M: Machine> MachineInstance<M> {
         let context = M::init(&input);
         let mut host = MachineHost::new(subject);
         host.current = Some(M::init_event(input));
-        let mut me = Self { interp: Interpreter::new(M::chart(), host, context), step_limit: None, epoch_ms: None };
+        let mut me =
+            Self { interp: Interpreter::new(M::chart(), host, context), step_limit: None, epoch_ms: None };
         let result = me.interp.start();
         let requests = me.take_outbox(result)?;
         Ok((me, requests))
@@ -206,6 +207,14 @@ impl<M: Machine> MachineInstance<M> {
     pub fn advance(&mut self, ms: u64) -> Result<Vec<ServiceRequest>, MachineError> {
         let backup = self.backup();
         let result = self.interp.advance(ms);
+        self.settle(result, backup)
+    }
+
+    /// Moves the clock `ms` forward at once, then delivers the timers due by then; a late timer
+    /// sees the new time (see [`Interpreter::catch_up`]). What a runtime uses after waiting.
+    pub fn catch_up(&mut self, ms: u64) -> Result<Vec<ServiceRequest>, MachineError> {
+        let backup = self.backup();
+        let result = self.interp.catch_up(ms);
         self.settle(result, backup)
     }
 

@@ -116,3 +116,36 @@ impl<R: Sync + Send + 'static> Memory<R> for Arc<dyn DynMemory<R>> {
         (**self).cleanup_dyn(id).await
     }
 }
+
+/// A shared backend is a backend: `Arc<M>` forwards to `M`, so one store can serve several
+/// orchestrators, or outlive them (a "restart" over the same memory).
+impl<R: Sync + Send + 'static, M: Memory<R>> Memory<R> for Arc<M> {
+    async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
+        (**self).read(id).await
+    }
+    async fn write(
+        &self,
+        id: &str,
+        record: &R,
+        prev: Option<u64>,
+        lease: Option<&Lease>,
+        meta: &WriteMeta<'_>,
+    ) -> Result<u64, MemoryError> {
+        (**self).write(id, record, prev, lease, meta).await
+    }
+    async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
+        (**self).lock(id).await
+    }
+    async fn unlock(&self, lease: &Lease) -> Result<bool, MemoryError> {
+        (**self).unlock(lease).await
+    }
+    async fn due(&self, now: SystemTime, limit: usize) -> Result<Vec<Wake>, MemoryError> {
+        (**self).due(now, limit).await
+    }
+    async fn produced(&self, id: &str, event_id: &str) -> Result<Option<Vec<Event>>, MemoryError> {
+        (**self).produced(id, event_id).await
+    }
+    async fn cleanup(&self, id: &str) -> Result<(), MemoryError> {
+        (**self).cleanup(id).await
+    }
+}

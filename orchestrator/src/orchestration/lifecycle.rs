@@ -5,9 +5,7 @@ use std::time::SystemTime;
 
 use serde_json::{Number, Value};
 
-use super::{
-    Clock, CoreStep, ExecutionStatus, Locking, StepError, StepInput, SystemClock, WorkflowRecord,
-};
+use super::{Clock, CoreStep, ExecutionStatus, Locking, StepError, StepInput, SystemClock, WorkflowRecord};
 use crate::contract::orchestrator::PARENT_SUBJECT_KEY;
 use crate::domain::Domain;
 use crate::emit::{DEFAULT_SYSTEM_ERROR_DOMAINS, SystemErrorSpec, system_error_events, system_error_payload};
@@ -188,6 +186,11 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             None if !is_init || is_wake => return Ok((Vec::new(), false)),
             _ => {}
         }
+        let now = self.clock.now();
+        if is_wake && record.and_then(|r| r.wake_at_ms).is_none_or(|due| due > unix_ms(now)) {
+            // A wake-up that is early or repeated: nothing is due.
+            return Ok((Vec::new(), false));
+        }
         if record.is_some() {
             // A redelivered event gets what it produced the first time (journaling backends).
             let journaled = self.memory.produced(subject.as_str(), event.id()).await.map_err(|e| {
@@ -205,7 +208,6 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             None => event.data().get(PARENT_SUBJECT_KEY).and_then(Value::as_str).map(str::to_owned),
         };
         let init_event_id = record.map_or_else(|| event.id().to_owned(), |r| r.init_event_id.clone());
-        let now = self.clock.now();
         let input = StepInput {
             event,
             subject,
@@ -234,8 +236,10 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     done: output.done,
                     state: output.state,
                     last_event_id: Some(event.id().to_owned()),
+                    wake_at_ms: None,
                 };
                 let wake_at = if output.done { None } else { output.wake_at };
+                let new = WorkflowRecord { wake_at_ms: wake_at.map(unix_ms), ..new };
                 self.write(subject, &new, version, lease, &meta(wake_at).with(&output.events)).await?;
                 Ok((output.events, output.done))
             }
@@ -265,6 +269,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     done: false,
                     state: record.map_or(Value::Null, |r| r.state.clone()),
                     last_event_id: Some(event.id().to_owned()),
+                    wake_at_ms: None,
                 };
                 // Against the version read (Arvo's bug 4 writes it as if nothing existed).
                 self.write(subject, &latch, version, lease, &meta(None).with(&events)).await?;
@@ -288,6 +293,11 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             )
         })
     }
+}
+
+/// Milliseconds since the Unix epoch (0 before it).
+pub(crate) fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// What the write metadata of one execution is made of.

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::lifecycle::unix_ms;
 use super::options::{Options, option_setters};
 use super::{CoreStep, Lifecycle, Locking, StepError, StepInput, StepOutput, WorkflowRecord};
 use crate::contract::{ContractKind, ContractVersion, Emits, VersionedContract};
@@ -64,7 +65,8 @@ impl<M: Machine> ErasedMachine for Erased<M> {
         let now_ms = unix_ms(input.now);
         let (instance, requests) = match input.state {
             None => {
-                let (mut instance, requests) = MachineInstance::<M>::start_wire(event).map_err(machine_error)?;
+                let (mut instance, requests) =
+                    MachineInstance::<M>::start_wire(event).map_err(machine_error)?;
                 instance.set_epoch_ms(Some(now_ms));
                 (instance, requests)
             }
@@ -84,7 +86,7 @@ impl<M: Machine> ErasedMachine for Erased<M> {
                 let target = now_ms.saturating_sub(epoch);
                 let mut requests = Vec::new();
                 if target > instance.now_ms() {
-                    requests = instance.advance(target - instance.now_ms()).map_err(machine_error)?;
+                    requests = instance.catch_up(target - instance.now_ms()).map_err(machine_error)?;
                 }
                 if !input.is_wake && !instance.is_done() {
                     requests.extend(instance.send_wire(event).map_err(machine_error)?);
@@ -109,11 +111,6 @@ impl<M: Machine> ErasedMachine for Erased<M> {
         };
         Ok(Stepped { requests, state, output, wake_at })
     }
-}
-
-/// Milliseconds since the Unix epoch (0 before it).
-fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The [`CoreStep`] of an [`Orchestrator`]: resolves the machine by the subject's orchestrator

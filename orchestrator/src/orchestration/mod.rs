@@ -47,6 +47,7 @@ mod lifecycle;
 mod machine;
 mod options;
 pub mod resumable;
+pub mod timers;
 
 use std::future::Future;
 use std::time::SystemTime;
@@ -99,6 +100,10 @@ pub struct WorkflowRecord {
     pub state: Value,
     /// The id of the last event consumed (idempotency: a redelivery of it is ignored).
     pub last_event_id: Option<String>,
+    /// When the workflow's earliest durable timer is due (Unix ms), if it has one: a wake-up
+    /// event before then is ignored without a write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_at_ms: Option<u64>,
 }
 
 impl WorkflowRecord {
