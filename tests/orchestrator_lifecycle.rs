@@ -417,8 +417,9 @@ async fn each_step_builds_the_events_and_persists_the_snapshot() {
     let Stored { record, version } = stored(orc.memory(), init.subject()).await.unwrap();
     assert_eq!(version, 3);
     assert!(record.done);
-    // Exactly once: the same answer again, or another one, produces nothing.
-    assert!(orc.execute(&quotient).await.unwrap().is_empty());
+    // Exactly once: the same answer again gets the same completion (same id, from the journal,
+    // so an emission lost in a crash is made good), another answer produces nothing.
+    assert_eq!(orc.execute(&quotient).await.unwrap(), vec![done.clone()]);
     let again = one(&services::divide().unwrap(), &divide).await;
     assert!(orc.execute(&again).await.unwrap().is_empty());
     assert_eq!(stored(orc.memory(), init.subject()).await.unwrap().version, 3);
@@ -690,6 +691,7 @@ impl CoreStep for Scripted {
         let count = input.state.and_then(|s| s["count"].as_u64()).unwrap_or(0);
         let result = match input.event.data()["action"].as_str().unwrap_or_default() {
             "fail" => Err(StepError::Failure("the script failed".into())),
+            "panic" => panic!("the script panicked"),
             "violate" => Err(StepError::Violation(Violation::execution("scripted violation"))),
             action => Ok(StepOutput {
                 events: Vec::new(),
@@ -709,6 +711,23 @@ fn poke(subject: &str, action: &str) -> Event {
 
 fn script_init(action: &str) -> Event {
     EventFactory::<ScriptV1>::new().init(ScriptInput { action: action.to_owned() }, client()).unwrap()
+}
+
+#[tokio::test]
+async fn a_panicking_step_latches_the_workflow_and_releases_the_lease() {
+    let lifecycle = Lifecycle::new(Scripted::default(), fast_memory(Retention::Keep));
+    let init = script_init("ok");
+    lifecycle.execute(&init).await.unwrap();
+    let out = lifecycle.execute(&poke(init.subject(), "panic")).await.unwrap();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].r#type(), format!("sys.{SCRIPT}.error"));
+    assert_eq!(out[0].data()["errorName"], "Panic");
+    assert!(out[0].data()["errorMessage"].as_str().unwrap().contains("the script panicked"), "{out:?}");
+    let Stored { record, .. } = stored(lifecycle.memory(), init.subject()).await.unwrap();
+    assert!(record.is_failed(), "the failure latch is set");
+    // The lease was released: the next event is not refused for a held lock (it is ignored,
+    // the workflow being latched).
+    assert!(lifecycle.execute(&poke(init.subject(), "ok")).await.unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -795,7 +814,7 @@ async fn completion_is_emitted_even_with_an_empty_output() {
     assert_eq!(done.r#type(), "arvo.orc.test.ping.done");
     assert_eq!(done.data_value(), &json!({}));
     assert_eq!(done.to(), Some(CLIENT));
-    assert!(orc.execute(&sum).await.unwrap().is_empty(), "exactly once");
+    assert_eq!(orc.execute(&sum).await.unwrap(), vec![done], "exactly once: the same completion again");
 }
 
 #[tokio::test]
@@ -927,19 +946,38 @@ async fn delivering_any_event_twice_is_harmless() {
     let orc = average_orchestrator(Retention::Keep);
     let init = average_init(vec![4.0, 6.0]);
     let request = one(&orc, &init).await;
-    assert!(orc.execute(&init).await.unwrap().is_empty(), "the init event again");
+    assert_eq!(orc.execute(&init).await.unwrap(), vec![request.clone()], "the init event again");
     assert_eq!(stored(orc.memory(), init.subject()).await.unwrap().version, 1);
     let sum = one(&services::add().unwrap(), &request).await;
     let divide = one(&orc, &sum).await;
-    assert!(orc.execute(&sum).await.unwrap().is_empty(), "the sum again");
+    assert_eq!(orc.execute(&sum).await.unwrap(), vec![divide.clone()], "the sum again");
+    assert_eq!(orc.execute(&init).await.unwrap(), vec![request.clone()], "an older event again");
     assert_eq!(stored(orc.memory(), init.subject()).await.unwrap().version, 2);
     let quotient = one(&services::divide().unwrap(), &divide).await;
     let done = one(&orc, &quotient).await;
     assert_eq!(done.data_value(), &json!({"average": 5.0}));
-    for event in [&init, &sum, &quotient] {
-        assert!(orc.execute(event).await.unwrap().is_empty());
+    // Every redelivery gets what the event produced the first time (same ids), nothing runs.
+    for (event, produced) in [(&init, &request), (&sum, &divide), (&quotient, &done)] {
+        assert_eq!(&orc.execute(event).await.unwrap(), &vec![produced.clone()]);
     }
     assert_eq!(stored(orc.memory(), init.subject()).await.unwrap().version, 3);
+}
+
+#[tokio::test]
+async fn without_a_journal_a_redelivered_last_event_is_ignored() {
+    let memory = InMemory::new(InMemoryConfig {
+        journal: false,
+        retention: Retention::Keep,
+        ..InMemoryConfig::default()
+    });
+    let orc = Orchestrator::builder(memory).machine::<AverageFlow>().build().unwrap();
+    let init = average_init(vec![4.0, 6.0]);
+    let request = one(&orc, &init).await;
+    assert!(orc.execute(&init).await.unwrap().is_empty(), "the last event again: ignored");
+    let sum = one(&services::add().unwrap(), &request).await;
+    one(&orc, &sum).await;
+    assert!(orc.execute(&sum).await.unwrap().is_empty());
+    assert_eq!(stored(orc.memory(), init.subject()).await.unwrap().version, 2);
 }
 
 /// Executes `event`, retrying while the lock is held by someone else.

@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// Polls the inner future, catching panics; the output is `Err(panic message)` after a panic.
-pub(super) struct CatchPanic<F>(pub(super) F);
+pub(crate) struct CatchPanic<F>(pub(crate) F);
 
 impl<F: Future + Unpin> Future for CatchPanic<F> {
     type Output = Result<F::Output, String>;

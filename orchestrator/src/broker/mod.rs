@@ -80,7 +80,7 @@
 //! ```
 
 mod builder;
-mod catch_panic;
+pub(crate) mod catch_panic;
 mod error;
 mod handle;
 mod outlets;

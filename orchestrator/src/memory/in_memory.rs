@@ -7,7 +7,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
-use super::{Lease, Memory, MemoryError, Stored, Wake, WriteMeta, check_id};
+use super::{Journal, JournalRecord, Lease, Memory, MemoryError, Stored, Wake, WriteMeta, check_id};
+use crate::event::Event;
 
 const SHARDS: usize = 16;
 
@@ -36,6 +37,11 @@ pub struct InMemoryConfig {
     pub backoff: f64,
     /// What `cleanup` does.
     pub retention: Retention,
+    /// Whether to keep each workflow's journal (every execution's consumed event, produced
+    /// events and record; see [`Journal`]): a redelivered event then gets the events it produced
+    /// the first time, whichever event it is. Memory grows with each workflow's history until
+    /// its retention removes it.
+    pub journal: bool,
 }
 
 impl Default for InMemoryConfig {
@@ -46,6 +52,7 @@ impl Default for InMemoryConfig {
             retry_delay: Duration::from_millis(100),
             backoff: 1.5,
             retention: Retention::Remove,
+            journal: true,
         }
     }
 }
@@ -56,11 +63,15 @@ struct Slot<R> {
     lease: Option<(u64, SystemTime)>,
     /// The wake-up of the last write.
     wake_at: Option<SystemTime>,
+    /// The journal, oldest first (when journaling).
+    journal: Vec<JournalRecord<R>>,
+    /// The parent workflow, once known.
+    parent: Option<String>,
 }
 
 impl<R> Default for Slot<R> {
     fn default() -> Self {
-        Self { record: None, lease: None, wake_at: None }
+        Self { record: None, lease: None, wake_at: None, journal: Vec::new(), parent: None }
     }
 }
 
@@ -221,7 +232,35 @@ impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
         let version = found.unwrap_or(0) + 1;
         slot.record = Some(Stored { record: record.clone(), version });
         slot.wake_at = meta.wake_at;
+        if let super::Materialized::Resolved(Some(parent)) = meta.parent_subject
+            && slot.parent.is_none()
+        {
+            slot.parent = Some(parent.to_owned());
+        }
+        if self.config.journal
+            && let Some(entry) = &meta.entry
+        {
+            slot.journal.push(JournalRecord {
+                version,
+                at: entry.at,
+                consumed: entry.consumed.cloned(),
+                produced: entry.produced.to_vec(),
+                record: record.clone(),
+            });
+        }
         Ok(version)
+    }
+
+    async fn produced(&self, id: &str, event_id: &str) -> Result<Option<Vec<Event>>, MemoryError> {
+        check_id(id)?;
+        let shard = lock_shard(self.shard(id));
+        Ok(shard.get(id).and_then(|slot| {
+            slot.journal
+                .iter()
+                .rev()
+                .find(|e| e.consumed.as_ref().is_some_and(|c| c.id() == event_id))
+                .map(|e| e.produced.clone())
+        }))
     }
 
     async fn due(&self, now: SystemTime, limit: usize) -> Result<Vec<Wake>, MemoryError> {
@@ -286,6 +325,47 @@ impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
     }
 }
 
+impl<R: Clone + Send + Sync> Journal<R> for InMemory<R> {
+    async fn history(
+        &self,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<JournalRecord<R>>, MemoryError> {
+        check_id(id)?;
+        let shard = lock_shard(self.shard(id));
+        Ok(shard.get(id).map_or_else(Vec::new, |slot| {
+            slot.journal.iter().filter(|e| e.version > after).take(limit).cloned().collect()
+        }))
+    }
+
+    async fn entry(&self, id: &str, version: u64) -> Result<Option<JournalRecord<R>>, MemoryError> {
+        check_id(id)?;
+        let shard = lock_shard(self.shard(id));
+        Ok(shard.get(id).and_then(|slot| slot.journal.iter().find(|e| e.version == version).cloned()))
+    }
+
+    async fn children(&self, id: &str) -> Result<Vec<String>, MemoryError> {
+        check_id(id)?;
+        let mut children: Vec<(SystemTime, String)> = Vec::new();
+        for shard in &self.shards {
+            let shard = lock_shard(shard);
+            children.extend(shard.iter().filter(|(_, slot)| slot.parent.as_deref() == Some(id)).map(
+                |(child, slot)| {
+                    (slot.journal.first().map_or(SystemTime::UNIX_EPOCH, |e| e.at), child.clone())
+                },
+            ));
+        }
+        children.sort();
+        Ok(children.into_iter().map(|(_, child)| child).collect())
+    }
+
+    async fn parent(&self, id: &str) -> Result<Option<String>, MemoryError> {
+        check_id(id)?;
+        Ok(lock_shard(self.shard(id)).get(id).and_then(|slot| slot.parent.clone()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,6 +377,7 @@ mod tests {
             retry_delay: Duration::from_millis(5),
             backoff: 1.5,
             retention,
+            journal: true,
         })
     }
 

@@ -6,9 +6,12 @@ use std::time::SystemTime;
 use serde_json::{Number, Value};
 
 use super::{Clock, CoreStep, ExecutionStatus, Locking, StepError, StepInput, SystemClock, WorkflowRecord};
+use crate::broker::catch_panic::CatchPanic;
 use crate::contract::orchestrator::PARENT_SUBJECT_KEY;
 use crate::domain::Domain;
-use crate::emit::{DEFAULT_SYSTEM_ERROR_DOMAINS, SystemErrorSpec, system_error_events, system_error_payload};
+use crate::emit::{
+    DEFAULT_SYSTEM_ERROR_DOMAINS, NamedError, SystemErrorSpec, system_error_events, system_error_payload,
+};
 use crate::event::Event;
 use crate::handler::EventHandler;
 use crate::memory::{JournalEntry, Lease, Materialized, Memory, Stored, WriteMeta};
@@ -180,6 +183,19 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             Some(Stored { record, version }) => (Some(record), Some(*version)),
             None => (None, None),
         };
+        if record.is_some() {
+            // A redelivered event gets what it produced the first time (journaling backends).
+            let journaled = self.memory.produced(subject.as_str(), event.id()).await.map_err(|e| {
+                Violation::transaction(
+                    TransactionCause::ReadFailure,
+                    format!("Error reading the journal for event (subject={}): {e}", subject.as_str()),
+                )
+            })?;
+            if let Some(events) = journaled {
+                // OpenTelemetry: an idempotent replay of a journaled execution.
+                return Ok((events, false));
+            }
+        }
         match record {
             Some(r) if r.is_failed() || r.done => return Ok((Vec::new(), false)),
             Some(r) if r.last_event_id.as_deref() == Some(event.id()) => return Ok((Vec::new(), false)),
@@ -190,18 +206,6 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         if is_wake && record.and_then(|r| r.wake_at_ms).is_none_or(|due| due > unix_ms(now)) {
             // A wake-up that is early or repeated: nothing is due.
             return Ok((Vec::new(), false));
-        }
-        if record.is_some() {
-            // A redelivered event gets what it produced the first time (journaling backends).
-            let journaled = self.memory.produced(subject.as_str(), event.id()).await.map_err(|e| {
-                Violation::transaction(
-                    TransactionCause::ReadFailure,
-                    format!("Error reading the journal for event (subject={}): {e}", subject.as_str()),
-                )
-            })?;
-            if let Some(events) = journaled {
-                return Ok((events, false));
-            }
         }
         let parent_subject: Option<String> = match record {
             Some(r) => r.parent_subject.clone(),
@@ -226,7 +230,15 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             now,
             wake_at,
         };
-        match self.core.step(input).await {
+        // A panic in the core step (a machine's action, a resumable's function) is an ordinary
+        // failure: the latch is written and the lease released, instead of a lost worker.
+        let step = CatchPanic(Box::pin(self.core.step(input))).await.unwrap_or_else(|panic| {
+            Err(StepError::Failure(Box::new(NamedError::new(
+                "Panic",
+                format!("the orchestrator panicked: {panic}"),
+            ))))
+        });
+        match step {
             Ok(output) => {
                 let new = WorkflowRecord {
                     execution_status: ExecutionStatus::Normal,
