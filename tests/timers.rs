@@ -188,8 +188,11 @@ async fn an_after_timer_is_stored_with_the_state_and_fires_when_due_not_before()
     assert_eq!(v2, v1 + 1);
     assert_eq!(rec.wake_at_ms, Some(1_800_000_007_000), "the answer's 2 s timeout is the next wake-up");
 
-    // The same wake-up again: nothing is due any more, nothing is written.
-    assert!(orc.execute(wake).await.unwrap().is_empty());
+    // The same wake-up again: its journaled request again, nothing is run or written.
+    assert_eq!(orc.execute(wake).await.unwrap(), out);
+    // Another wake-up for the same due time: nothing is due any more, nothing is written.
+    let another = wake_event(init.subject(), due).unwrap();
+    assert!(orc.execute(&another).await.unwrap().is_empty());
     assert_eq!(record(&mem, init.subject()).await.1, v2);
 }
 
