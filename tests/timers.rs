@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use orchestrator::broker::Broker;
 use orchestrator::handler::EventHandler;
 use orchestrator::memory::{InMemory, InMemoryConfig, Memory, Retention};
+use orchestrator::orchestration::replay::Until;
 use orchestrator::orchestration::timers::{Timers, wake_event};
 use orchestrator::orchestration::{Clock, ManualClock, Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
@@ -219,6 +220,11 @@ async fn a_due_timer_fires_before_a_later_event_of_the_workflow() {
     assert!(rec.done);
     assert_eq!(rec.wake_at_ms, None, "a finished workflow has no wake-up");
     assert!(due_wakes(&timers).await.is_empty());
+
+    // A replay re-runs the timers at the journaled times: same states, same outcome.
+    let replayed = orc.lifecycle().replay(&*mem, init.subject(), Until::End, None).await.unwrap();
+    assert_eq!((replayed.version, replayed.done), (3, true), "init, wake-up, late answer");
+    assert_eq!(replayed.state, rec.state);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
