@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use orchestrator::broker::Broker;
 use orchestrator::contract::{ContractVersion, VersionedContract};
+use orchestrator::domain::Domain;
 use orchestrator::handler::EventHandler;
+use orchestrator::machine::RequestOptions;
 use orchestrator::memory::{
     InMemory, InMemoryConfig, Lease, Memory, MemoryError, Retention, Stored, Wake, WriteMeta,
 };
@@ -1081,4 +1083,58 @@ async fn a_thousand_interleaved_workflows_complete_with_exact_results() {
     assert!(expected.is_empty());
     assert!(broker.take_dead_letters().is_empty());
     broker.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-request overrides (reference 2.6: emit.id, to, redirectto, accesscontrol, executionunits,
+// domain)
+
+fn ask_with_overrides(ctx: &mut CalcCtx, _: &OverrideFlowEvent, out: &mut OverrideFlowOutbox<'_>) {
+    let options = RequestOptions::new()
+        .id("dedup-key-1")
+        .to("com.calc.add.eu")
+        .redirectto("com.test.collector")
+        .accesscontrol("role=auditor")
+        .executionunits(2.5)
+        .domains([Domain::Local, Domain::named("audit").unwrap()]);
+    out.request_with(AddV1, Operands { a: ctx.a, b: ctx.b }, options);
+}
+
+orchestrator::machine! {
+    /// Asks add with every override set.
+    pub machine OverrideFlow {
+        contract: CalcV1,
+        services: { add: AddV1 },
+        context: CalcCtx,
+        init: |input| CalcCtx { a: input.a, b: input.b, result: 0.0 },
+        output: |ctx| CalcOutput { result: ctx.result },
+        states: {
+            asking: { entry: [ask_with_overrides], on: { add::Sum => done } },
+            done: { type: final },
+        },
+    }
+}
+
+#[tokio::test]
+async fn a_request_overrides_id_to_redirectto_accesscontrol_units_and_domains() {
+    let orc = Orchestrator::builder(fast_memory(Retention::Keep))
+        .machine::<OverrideFlow>()
+        .execution_units(1.0)
+        .build()
+        .unwrap();
+    let init = EventFactory::<CalcV1>::new()
+        .init(CalcInput { a: 1.0, b: 2.0 }, client().accesscontrol("role=tester"))
+        .unwrap();
+    let out = orc.execute(&init).await.unwrap();
+    assert_eq!(out.len(), 2, "one copy per domain: {out:?}");
+    assert_eq!(out.iter().map(Event::domain).collect::<Vec<_>>(), [None, Some("audit")]);
+    for event in &out {
+        assert_eq!(event.id(), "dedup-key-1", "every domain copy carries the given id");
+        assert_eq!(event.r#type(), "com.calc.add");
+        assert_eq!(event.to(), Some("com.calc.add.eu"));
+        assert_eq!(event.redirectto(), Some("com.test.collector"));
+        assert_eq!(event.accesscontrol(), Some("role=auditor"));
+        assert_eq!(event.executionunits(), Some(2.5));
+        assert_eq!(event.data_value(), &json!({"a": 1.0, "b": 2.0}));
+    }
 }

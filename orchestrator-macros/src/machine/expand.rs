@@ -303,6 +303,24 @@ fn outbox(model: &Model, n: &Names) -> TokenStream {
             let _ = service;
             self.inner.push::<V, P, K>(<V as ::orchestrator::machine::ServiceOf<#machine>>::SERVICE, payload)
         }
+
+        /// Emits a request to a declared service with [`RequestOptions`](::orchestrator::machine::RequestOptions)
+        /// (event id, `to`, `redirectto`, access control, execution units, domains).
+        pub fn request_with<V, P, K>(
+            &mut self,
+            service: V,
+            payload: P,
+            options: ::orchestrator::machine::RequestOptions,
+        ) where
+            V: ::orchestrator::machine::ServiceOf<#machine> + ::orchestrator::machine::ServiceInput<P, K>,
+        {
+            let _ = service;
+            self.inner.push_with::<V, P, K>(
+                <V as ::orchestrator::machine::ServiceOf<#machine>>::SERVICE,
+                payload,
+                options,
+            )
+        }
     };
     quote! {
         #[doc = #doc]

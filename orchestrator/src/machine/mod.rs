@@ -564,5 +564,5 @@ pub mod __private;
 pub use instance::{MachineError, MachineInstance, Snapshot};
 pub use orchestrator_chart as chart;
 pub use orchestrator_chart::{Chart, MachineState};
-pub use outbox::{AsIs, ChildInit, Outbox, ServiceInput, ServiceRequest};
+pub use outbox::{AsIs, ChildInit, Outbox, RequestOptions, ServiceInput, ServiceRequest};
 pub use traits::{Machine, MachineEvent, ServiceInfo, ServiceOf};

@@ -1,11 +1,89 @@
 //! Service requests emitted by actions.
 
-use serde_json::Value;
+use serde_json::{Number, Value};
 
 use crate::contract::{ContractVersion, OrchestratorInit, OrchestratorVersion, VersionedContract};
+use crate::domain::Domain;
 use crate::event::{Event, EventBuilder};
 use crate::factory::FactoryError;
 use crate::violation::Violation;
+
+/// What a request may set on its event instead of the defaults (Arvo's emit fields `id`, `to`,
+/// `redirectto`, `accesscontrol`, `executionunits`, `domain`; reference 2.6).
+///
+/// ```
+/// use orchestrator::domain::Domain;
+/// use orchestrator::machine::RequestOptions;
+/// let options = RequestOptions::new().id("req-42").domains([Domain::named("human.interaction")?]);
+/// assert_eq!(options.id.as_deref(), Some("req-42"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestOptions {
+    /// The event id (a deduplication key): every domain copy gets it. Default: a new UUID per copy.
+    pub id: Option<String>,
+    /// Where the event goes. Default: the service's type.
+    pub to: Option<String>,
+    /// Where the answer goes. Default: the orchestrator (for a child orchestration, also its
+    /// subject's `meta.redirectto`).
+    pub redirectto: Option<String>,
+    /// Access control. Default: the triggering event's.
+    pub accesscontrol: Option<String>,
+    /// Execution units. Default: the orchestrator's.
+    pub executionunits: Option<Number>,
+    /// The domains to emit in (one copy per unique resolved domain). Default: the orchestrator's
+    /// service domains.
+    pub domains: Option<Vec<Domain>>,
+}
+
+impl RequestOptions {
+    /// No overrides.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the event id.
+    #[must_use]
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Sets `to`.
+    #[must_use]
+    pub fn to(mut self, to: impl Into<String>) -> Self {
+        self.to = Some(to.into());
+        self
+    }
+
+    /// Sets `redirectto`.
+    #[must_use]
+    pub fn redirectto(mut self, redirectto: impl Into<String>) -> Self {
+        self.redirectto = Some(redirectto.into());
+        self
+    }
+
+    /// Sets `accesscontrol`.
+    #[must_use]
+    pub fn accesscontrol(mut self, accesscontrol: impl Into<String>) -> Self {
+        self.accesscontrol = Some(accesscontrol.into());
+        self
+    }
+
+    /// Sets the execution units (a non-finite number is ignored).
+    #[must_use]
+    pub fn executionunits(mut self, units: f64) -> Self {
+        self.executionunits = Number::from_f64(units);
+        self
+    }
+
+    /// Sets the domains.
+    #[must_use]
+    pub fn domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
+        self.domains = Some(domains.into_iter().collect());
+        self
+    }
+}
 
 /// A request to a service, emitted by an action through the machine's typed outbox. The runtime
 /// turns it into an event with [`ServiceRequest::to_event`].
@@ -22,6 +100,8 @@ pub struct ServiceRequest {
     /// The payload, already checked against the service's accepted schema. For a child
     /// orchestration it includes `parentSubject$$`.
     pub data: Value,
+    /// What the request sets instead of the defaults.
+    pub options: RequestOptions,
 }
 
 impl ServiceRequest {
@@ -97,6 +177,14 @@ impl Outbox {
     where
         V: ServiceInput<P, K>,
     {
+        self.push_with::<V, P, K>(service, payload, RequestOptions::default());
+    }
+
+    /// [`push`](Self::push) with [`RequestOptions`].
+    pub fn push_with<V, P, K>(&mut self, service: &'static str, payload: P, options: RequestOptions)
+    where
+        V: ServiceInput<P, K>,
+    {
         let accepts = V::into_accepts(payload, self.subject.as_deref());
         let contract = V::versioned();
         let event_type = contract.accepts().event_type();
@@ -124,6 +212,7 @@ impl Outbox {
             event_type,
             dataschema: contract.dataschema(),
             data,
+            options,
         });
     }
 }

@@ -186,17 +186,29 @@ pub(super) fn request_events(
             .self_contract_domain(self_contract.domain())
             .event_contract_domain(request.contract.domain());
         let is_child = matches!(request.contract.kind(), ContractKind::Orchestrator { .. });
-        for domain in resolve_all(service_domains, &ctx) {
+        let options = &request.options;
+        let redirectto = options.redirectto.as_deref().unwrap_or(source);
+        for domain in resolve_all(options.domains.as_deref().unwrap_or(service_domains), &ctx) {
             let subject = if is_child {
-                child_subject(source, request, domain.as_deref())?.as_str().to_owned()
+                child_subject(source, request, redirectto, domain.as_deref())?.as_str().to_owned()
             } else {
                 event.subject().to_owned()
             };
-            let base = base(source, input)
+            let mut base = base(source, input)
                 .subject(subject)
-                .to(request.event_type)
+                .to(options.to.as_deref().unwrap_or(request.event_type))
+                .redirectto(redirectto)
                 .parentid(event.id())
                 .domain_opt(domain);
+            if let Some(id) = &options.id {
+                base = base.id(id.as_str());
+            }
+            if let Some(accesscontrol) = &options.accesscontrol {
+                base = base.accesscontrol(accesscontrol.as_str());
+            }
+            if let Some(units) = &options.executionunits {
+                base = base.executionunits(units.clone());
+            }
             out.push(request.to_event(base).map_err(|e| {
                 Violation::contract(format!(
                     "[Emittable Event Creation] Invalid event data: the request to service '{}' ({}) from orchestrator {} (event id={}) cannot be built: {e}",
@@ -213,10 +225,11 @@ pub(super) fn request_events(
 
 /// The subject of a child orchestration: `from(parentSubject$$)` (or a new root when the
 /// request has none) with orchestrator = the child's type and the service contract's version,
-/// `meta.redirectto` = this orchestrator.
+/// `meta.redirectto` = the request's `redirectto` (this orchestrator by default).
 fn child_subject(
     source: &'static str,
     request: &ServiceRequest,
+    redirectto: &str,
     domain: Option<&str>,
 ) -> Result<Subject, Violation> {
     let fail = |e: &dyn fmt::Display| {
@@ -235,7 +248,7 @@ fn child_subject(
         Some(domain) => builder.domain(domain),
         None => builder,
     };
-    builder.meta("redirectto", source).build().map_err(|e| fail(&e))
+    builder.meta("redirectto", redirectto).build().map_err(|e| fail(&e))
 }
 
 /// The completion events of orchestrator `source` (Arvo's 2.6): type `complete_type` of the self

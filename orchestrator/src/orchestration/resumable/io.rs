@@ -11,6 +11,7 @@ use crate::contract::{
     VersionedContract,
 };
 use crate::event::Event;
+use crate::machine::RequestOptions;
 use crate::subject::Subject;
 use crate::violation::Violation;
 
@@ -149,6 +150,7 @@ pub struct Request {
     pub(super) data: Result<Value, String>,
     /// A child orchestration: `parentSubject$$` = the workflow's subject is added.
     pub(super) child: bool,
+    pub(super) options: RequestOptions,
 }
 
 impl Request {
@@ -158,6 +160,7 @@ impl Request {
             contract: S::versioned(),
             data: serde_json::to_value(payload).map_err(|e| e.to_string()),
             child: false,
+            options: RequestOptions::default(),
         }
     }
 
@@ -168,7 +171,16 @@ impl Request {
             contract: S::versioned(),
             data: serde_json::to_value(init).map_err(|e| e.to_string()),
             child: true,
+            options: RequestOptions::default(),
         }
+    }
+
+    /// Sets what the request's event carries instead of the defaults (id, `to`, `redirectto`,
+    /// access control, execution units, domains).
+    #[must_use]
+    pub fn with_options(mut self, options: RequestOptions) -> Self {
+        self.options = options;
+        self
     }
 
     /// The service contract version.

@@ -249,6 +249,7 @@ impl ResumableCore {
                     event_type,
                     dataschema: contract.dataschema(),
                     data,
+                    options: request.options.clone(),
                 })
             })
             .collect()
