@@ -622,8 +622,13 @@ fn snapshot_of_a_typed_workflow_keeps_context_and_subject() {
 fn restore_refuses_a_state_of_another_machine() {
     let (m, _) = MachineInstance::<Light>::start(Empty {}).unwrap();
     let snapshot = m.snapshot();
-    let foreign =
-        Snapshot { subject: None, context: PlayerContext::default(), state: snapshot.state, epoch_ms: None };
+    let foreign = Snapshot {
+        subject: None,
+        context: PlayerContext::default(),
+        state: snapshot.state,
+        epoch_ms: None,
+        value: Vec::new(),
+    };
     assert!(matches!(MachineInstance::<Player>::restore(foreign), Err(MachineError::State(_))));
     assert!(Snapshot::<PlayerContext>::from_bytes(b"not json").is_err());
 }

@@ -394,7 +394,8 @@ async fn each_step_builds_the_events_and_persists_the_snapshot() {
     assert_eq!(record.last_event_id.as_deref(), Some(init.id()));
     // The snapshot: subject, context, compact chart state; never the machine definition.
     let keys: Vec<&str> = record.state.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["subject", "context", "state", "epochMs"]);
+    assert_eq!(keys, ["subject", "context", "state", "epochMs", "value"]);
+    assert_eq!(record.state["value"], json!(["adding"]), "the active states, readable");
     assert_eq!(record.state["context"], json!({"values": [1.0, 5.0], "average": 0.0}));
     // The record's wire form.
     let wire = serde_json::to_value(&record).unwrap();

@@ -1,7 +1,9 @@
 //! Example contracts shared by the examples, the `orchestrator` command-line tool and the tests:
-//! the calculator services and the averaging workflow of Arvo's own examples.
+//! the calculator services and the averaging workflow of Arvo's own examples, and the
+//! order-fulfilment workflow of the main example.
 
 pub mod calculator;
+pub mod orders;
 
 use orchestrator::contract::{ArvoContract, Contract};
 
@@ -12,5 +14,9 @@ pub fn all_contracts() -> Vec<&'static ArvoContract> {
         calculator::Mul::contract(),
         calculator::Divide::contract(),
         calculator::Average::contract(),
+        orders::Inventory::contract(),
+        orders::Payment::contract(),
+        orders::Shipping::contract(),
+        orders::Order::contract(),
     ]
 }

@@ -49,6 +49,10 @@ pub struct Snapshot<C> {
     /// timers from a real clock (see [`MachineInstance::epoch_ms`]).
     #[serde(default, rename = "epochMs", skip_serializing_if = "Option::is_none")]
     pub epoch_ms: Option<u64>,
+    /// The active atomic states' paths (`charging`, `computing.adding.waiting`), for people and
+    /// tools reading a stored workflow (Arvo's `value`); ignored when restoring.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub value: Vec<String>,
 }
 
 impl<C: Serialize> Snapshot<C> {
@@ -175,7 +179,7 @@ impl<M: Machine> MachineInstance<M> {
 
     /// Resumes a workflow from a [`Snapshot`] (its chart state is checked against the chart).
     pub fn restore(snapshot: Snapshot<M::Context>) -> Result<Self, MachineError> {
-        let Snapshot { subject, context, state, epoch_ms } = snapshot;
+        let Snapshot { subject, context, state, epoch_ms, value: _ } = snapshot;
         let interp = Interpreter::restore(M::chart(), MachineHost::new(subject), context, state)?;
         Ok(Self { interp, step_limit: None, epoch_ms })
     }
@@ -300,6 +304,7 @@ impl<M: Machine> MachineInstance<M> {
             context: self.interp.context().clone(),
             state: self.interp.snapshot(),
             epoch_ms: self.epoch_ms,
+            value: self.active_paths().into_iter().map(str::to_owned).collect(),
         }
     }
 

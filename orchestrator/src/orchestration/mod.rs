@@ -46,6 +46,7 @@ mod clock;
 mod lifecycle;
 mod machine;
 mod options;
+pub mod history;
 pub mod replay;
 pub mod resumable;
 pub mod timers;
