@@ -63,6 +63,7 @@ use crate::contract::{SystemErrorPayload, VersionedContract};
 use crate::emit::BoxError;
 use crate::event::Event;
 use crate::subject::Subject;
+use crate::telemetry::TraceHeaders;
 use crate::violation::Violation;
 
 /// Whether a workflow can still run.
@@ -141,6 +142,9 @@ pub struct StepInput<'a> {
     /// Whether the event is a timer wake-up ([`wake_type`]) rather than a contract event: the
     /// core step only delivers the timers due by [`StepInput::now`].
     pub is_wake: bool,
+    /// The trace headers of the execution span, stamped on every emitted event
+    /// ([`crate::telemetry`]).
+    pub trace: &'a TraceHeaders,
 }
 
 /// What a [`CoreStep`] produced.
