@@ -73,5 +73,7 @@ pub fn event_attributes(event: &Event) -> [(&'static str, Value); 13] {
 /// [`event_attributes`] with each key prefixed by `prefix`.
 pub fn prefixed_event_attributes(prefix: &str, event: &Event) -> impl Iterator<Item = KeyValue> + use<> {
     let prefix = prefix.to_owned();
-    event_attributes(event).into_iter().map(move |(key, value)| KeyValue::new(format!("{prefix}{key}"), value))
+    event_attributes(event)
+        .into_iter()
+        .map(move |(key, value)| KeyValue::new(format!("{prefix}{key}"), value))
 }

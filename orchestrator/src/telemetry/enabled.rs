@@ -2,11 +2,14 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use opentelemetry::context::{FutureExt as _, WithContext};
 use opentelemetry::global::{self, BoxedSpan, BoxedTracer};
-use opentelemetry::trace::{Span as _, SpanBuilder, SpanKind, Status, TraceContextExt, Tracer, TracerProvider as _};
+use opentelemetry::trace::{
+    Span as _, SpanBuilder, SpanKind, Status, TraceContextExt, Tracer, TracerProvider as _,
+};
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
 
 use super::attributes as attr;
@@ -93,17 +96,23 @@ impl Telemetry {
     /// `event`.
     pub(crate) fn start(&self, kind: ExecutionKind, uri: &str, source: &str, event: &Event) -> Execution {
         let parent = match self.inheritance {
-            TraceInheritance::Event => match TraceContext::span_context(event.traceparent(), event.tracestate()) {
-                Some(sc) => Context::new().with_remote_span_context(sc),
-                None => Context::new(),
-            },
+            TraceInheritance::Event => {
+                match TraceContext::span_context(event.traceparent(), event.tracestate()) {
+                    Some(sc) => Context::new().with_remote_span_context(sc),
+                    None => Context::new(),
+                }
+            }
             TraceInheritance::Context => Context::current(),
             TraceInheritance::Root => Context::new(),
         };
         let (name, span_kind) = match kind {
             ExecutionKind::Handler => (format!("Handler<{uri}>"), SpanKind::Consumer),
-            ExecutionKind::Orchestrator => (format!("Orchestrator<{uri}>@<{}>", event.r#type()), SpanKind::Producer),
-            ExecutionKind::Resumable => (format!("Resumable<{uri}>@<{}>", event.r#type()), SpanKind::Producer),
+            ExecutionKind::Orchestrator => {
+                (format!("Orchestrator<{uri}>@<{}>", event.r#type()), SpanKind::Producer)
+            }
+            ExecutionKind::Resumable => {
+                (format!("Resumable<{uri}>@<{}>", event.r#type()), SpanKind::Producer)
+            }
         };
         let builder = SpanBuilder::from_name(name).with_kind(span_kind);
         let span = match &self.tracer {
@@ -124,7 +133,6 @@ impl Telemetry {
                 KeyValue::new(attr::HANDLER_SOURCE, source.to_owned()),
                 KeyValue::new(attr::CONTRACT_URI, uri.to_owned()),
                 KeyValue::new(attr::EXECUTION_TYPE, execution_type),
-                KeyValue::new(attr::EXECUTION_STATUS, "normal"),
             ]);
             span.set_attributes(attr::prefixed_event_attributes(attr::CONSUMABLE_PREFIX, event));
             return Execution::new(parent, span, self.tracer.clone(), true);
@@ -133,11 +141,12 @@ impl Telemetry {
     }
 }
 
-/// The span of one execution, ended when dropped.
+/// The span of one execution, ended when dropped (with `arvo.handler.execution.status`).
 pub(crate) struct Execution {
     cx: Context,
     headers: TraceHeaders,
     recording: bool,
+    failed: AtomicBool,
 }
 
 impl Execution {
@@ -148,7 +157,7 @@ impl Execution {
             Some(tracer) => cx.with_value(tracer),
             None => cx,
         };
-        Self { cx, headers, recording }
+        Self { cx, headers, recording, failed: AtomicBool::new(false) }
     }
 
     /// The headers of the execution span, for the events it emits.
@@ -182,7 +191,10 @@ impl Execution {
         if self.recording {
             let span = self.cx.span();
             for (i, event) in events.iter().enumerate() {
-                span.set_attributes(attr::prefixed_event_attributes(&format!("{}{i}.", attr::EMITTABLES_PREFIX), event));
+                span.set_attributes(attr::prefixed_event_attributes(
+                    &format!("{}{i}.", attr::EMITTABLES_PREFIX),
+                    event,
+                ));
             }
         }
     }
@@ -190,6 +202,7 @@ impl Execution {
     /// An ordinary failure (it becomes system-error events).
     pub(crate) fn failure(&self, error_type: &str, message: &str) {
         if self.recording {
+            self.failed.store(true, Ordering::Relaxed);
             record_exception(&self.cx.span(), error_type, message);
         }
     }
@@ -203,6 +216,7 @@ impl Execution {
                 Violation::Execution { .. } => "ViolationError<Execution>",
                 Violation::Transaction { .. } => "ViolationError<Transaction>",
             };
+            self.failed.store(true, Ordering::Relaxed);
             record_exception(&self.cx.span(), kind, &violation.to_string());
         }
     }
@@ -230,7 +244,12 @@ impl Execution {
 
 impl Drop for Execution {
     fn drop(&mut self) {
-        self.cx.span().end();
+        let span = self.cx.span();
+        if self.recording {
+            let status = if self.failed.load(Ordering::Relaxed) { "failure" } else { "normal" };
+            span.set_attribute(KeyValue::new(attr::EXECUTION_STATUS, status));
+        }
+        span.end();
     }
 }
 
@@ -240,7 +259,6 @@ fn record_exception(span: &opentelemetry::trace::SpanRef<'_>, error_type: &str, 
         KeyValue::new(attr::EXCEPTION_MESSAGE, message.to_owned()),
     ];
     span.set_attributes(exception.iter().cloned());
-    span.set_attribute(KeyValue::new(attr::EXECUTION_STATUS, "failure"));
     span.add_event("exception", exception.to_vec());
     span.set_status(Status::error(message.to_owned()));
 }

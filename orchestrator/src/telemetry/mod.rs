@@ -58,9 +58,9 @@ mod propagation;
 #[cfg(not(feature = "opentelemetry"))]
 pub(crate) use disabled::{Execution, internal_span};
 #[cfg(feature = "opentelemetry")]
-pub use enabled::{Telemetry, TraceInheritance};
-#[cfg(feature = "opentelemetry")]
 pub(crate) use enabled::{Execution, internal_span};
+#[cfg(feature = "opentelemetry")]
+pub use enabled::{Telemetry, TraceInheritance};
 #[cfg(feature = "opentelemetry")]
 pub use propagation::{EventExtractor, HeadersInjector, TraceContext};
 

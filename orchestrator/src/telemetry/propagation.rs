@@ -3,10 +3,10 @@
 use std::str::FromStr;
 use std::sync::LazyLock;
 
+use opentelemetry::Context;
 use opentelemetry::propagation::text_map_propagator::FieldIter;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
-use opentelemetry::Context;
 
 use super::TraceHeaders;
 use crate::event::Event;
@@ -78,7 +78,8 @@ impl TraceContext {
         if parts[0].len() != 2 || version == 0xff || (version == 0 && parts.len() != 4) {
             return None;
         }
-        let lower_hex = |s: &str, len: usize| s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        let lower_hex =
+            |s: &str, len: usize| s.len() == len && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
         if !lower_hex(parts[1], 32) || !lower_hex(parts[2], 16) || !lower_hex(parts[3], 2) {
             return None;
         }
