@@ -166,8 +166,7 @@ impl<M: Machine> MachineInstance<M> {
         let context = M::init(&input);
         let mut host = MachineHost::new(subject);
         host.current = Some(M::init_event(input));
-        let mut me =
-            Self { interp: Interpreter::new(M::chart(), host, context), step_limit: None, epoch_ms: None };
+        let mut me = Self { interp: Interpreter::new(M::chart(), host, context), step_limit: None, epoch_ms: None };
         let result = me.interp.start();
         let requests = me.take_outbox(result)?;
         Ok((me, requests))
