@@ -41,8 +41,8 @@ impl Execution {
     pub(crate) fn memory(&self, _op: MemoryOp, _id: &str) -> MemorySpan {
         MemorySpan
     }
-    pub(crate) fn instrument<F: Future>(&self, future: F) -> F {
-        future
+    pub(crate) async fn instrument<F: Future>(&self, future: F) -> F::Output {
+        future.await
     }
 }
 

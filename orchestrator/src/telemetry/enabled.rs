@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 
-use opentelemetry::context::{FutureExt as _, WithContext};
+use opentelemetry::context::FutureExt as _;
 use opentelemetry::global::{self, BoxedSpan, BoxedTracer};
 use opentelemetry::trace::{
     Span as _, SpanBuilder, SpanKind, Status, TraceContextExt, Tracer, TracerProvider as _,
@@ -143,7 +143,9 @@ impl Telemetry {
 
 /// The span of one execution, ended when dropped (with `arvo.handler.execution.status`).
 pub(crate) struct Execution {
-    cx: Context,
+    /// The context with the span; `None` when there is no trace at all (no provider and no
+    /// incoming trace context), which keeps that case cheap.
+    cx: Option<Context>,
     headers: TraceHeaders,
     recording: bool,
     failed: AtomicBool,
@@ -152,12 +154,19 @@ pub(crate) struct Execution {
 impl Execution {
     fn new(parent: Context, span: BoxedSpan, tracer: Option<CustomTracer>, recording: bool) -> Self {
         let headers = TraceContext::headers(span.span_context());
-        let cx = parent.with_span(span);
-        let cx = match tracer {
-            Some(tracer) => cx.with_value(tracer),
-            None => cx,
-        };
+        let cx = (recording || span.span_context().is_valid()).then(|| {
+            let cx = parent.with_span(span);
+            match tracer {
+                Some(tracer) => cx.with_value(tracer),
+                None => cx,
+            }
+        });
         Self { cx, headers, recording, failed: AtomicBool::new(false) }
+    }
+
+    /// The context, when the span records.
+    fn recording(&self) -> Option<&Context> {
+        self.cx.as_ref().filter(|_| self.recording)
     }
 
     /// The headers of the execution span, for the events it emits.
@@ -167,12 +176,12 @@ impl Execution {
 
     /// `arvo.parsed.subject.<orchestrator|resumable>.{name,version}`.
     pub(crate) fn parsed_subject(&self, kind: ExecutionKind, subject: &Subject) {
-        if self.recording {
+        if let Some(cx) = self.recording() {
             let (name, version) = attr::parsed_subject_keys(match kind {
                 ExecutionKind::Resumable => "resumable",
                 _ => "orchestrator",
             });
-            self.cx.span().set_attributes([
+            cx.span().set_attributes([
                 KeyValue::new(name, subject.orchestrator_name().to_owned()),
                 KeyValue::new(version, subject.orchestrator_version().to_owned()),
             ]);
@@ -181,15 +190,15 @@ impl Execution {
 
     /// `arvo.orchestration.status`.
     pub(crate) fn orchestration_status(&self, status: &'static str) {
-        if self.recording {
-            self.cx.span().set_attribute(KeyValue::new(attr::ORCHESTRATION_STATUS, status));
+        if let Some(cx) = self.recording() {
+            cx.span().set_attribute(KeyValue::new(attr::ORCHESTRATION_STATUS, status));
         }
     }
 
     /// `emittables.<i>.*` of the events emitted.
     pub(crate) fn emittables(&self, events: &[Event]) {
-        if self.recording {
-            let span = self.cx.span();
+        if let Some(cx) = self.recording() {
+            let span = cx.span();
             for (i, event) in events.iter().enumerate() {
                 span.set_attributes(attr::prefixed_event_attributes(
                     &format!("{}{i}.", attr::EMITTABLES_PREFIX),
@@ -201,15 +210,15 @@ impl Execution {
 
     /// An ordinary failure (it becomes system-error events).
     pub(crate) fn failure(&self, error_type: &str, message: &str) {
-        if self.recording {
+        if let Some(cx) = self.recording() {
             self.failed.store(true, Ordering::Relaxed);
-            record_exception(&self.cx.span(), error_type, message);
+            record_exception(&cx.span(), error_type, message);
         }
     }
 
     /// A violation returned to the caller.
     pub(crate) fn violation(&self, violation: &Violation) {
-        if self.recording {
+        if let Some(cx) = self.recording() {
             let kind = match violation {
                 Violation::Contract { .. } => "ViolationError<Contract>",
                 Violation::Config { .. } => "ViolationError<Config>",
@@ -217,16 +226,16 @@ impl Execution {
                 Violation::Transaction { .. } => "ViolationError<Transaction>",
             };
             self.failed.store(true, Ordering::Relaxed);
-            record_exception(&self.cx.span(), kind, &violation.to_string());
+            record_exception(&cx.span(), kind, &violation.to_string());
         }
     }
 
     /// The child span of a memory operation on workflow `id`.
     pub(crate) fn memory(&self, op: MemoryOp, id: &str) -> MemorySpan {
-        if !self.recording {
+        let Some(cx) = self.recording() else {
             return MemorySpan(None);
-        }
-        let span = child(&self.cx, op.span_name()).map(|mut span| {
+        };
+        let span = child(cx, op.span_name()).map(|mut span| {
             span.set_attributes([
                 KeyValue::new(attr::SPAN_KIND, "internal"),
                 KeyValue::new(attr::MEMORY_ID, id.to_owned()),
@@ -236,15 +245,19 @@ impl Execution {
         MemorySpan(span)
     }
 
-    /// `future`, run with the execution span's context as the current one.
-    pub(crate) fn instrument<F: Future>(&self, future: F) -> WithContext<F> {
-        future.with_context(self.cx.clone())
+    /// Runs `future` with the execution span's context as the current one.
+    pub(crate) async fn instrument<F: Future>(&self, future: F) -> F::Output {
+        match &self.cx {
+            Some(cx) => future.with_context(cx.clone()).await,
+            None => future.await,
+        }
     }
 }
 
 impl Drop for Execution {
     fn drop(&mut self) {
-        let span = self.cx.span();
+        let Some(cx) = &self.cx else { return };
+        let span = cx.span();
         if self.recording {
             let status = if self.failed.load(Ordering::Relaxed) { "failure" } else { "normal" };
             span.set_attribute(KeyValue::new(attr::EXECUTION_STATUS, status));

@@ -417,7 +417,8 @@ impl Inner {
                 contract.uri()
             )));
         };
-        let payload = match CatchUnwind(exec.instrument(function(event, vc, exec.headers()))).await {
+        let call = std::pin::pin!(exec.instrument(function(event, vc, exec.headers())));
+        let payload = match CatchUnwind(call).await {
             Ok(Ok(emits)) => return self.emitted_events(event, vc, emits, exec),
             Ok(Err(error)) => match error.downcast::<Violation>() {
                 Ok(violation) => return Err(*violation),
