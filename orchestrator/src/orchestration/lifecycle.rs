@@ -5,7 +5,9 @@ use std::time::SystemTime;
 
 use serde_json::{Number, Value};
 
-use super::{Clock, CoreStep, ExecutionStatus, Locking, StepError, StepInput, SystemClock, WorkflowRecord};
+use super::{
+    Clock, CoreStep, ExecutionStatus, Locking, StepError, StepInput, SystemClock, WorkflowRecord,
+};
 use crate::contract::orchestrator::PARENT_SUBJECT_KEY;
 use crate::domain::Domain;
 use crate::emit::{DEFAULT_SYSTEM_ERROR_DOMAINS, SystemErrorSpec, system_error_events, system_error_payload};

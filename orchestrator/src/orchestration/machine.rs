@@ -65,8 +65,7 @@ impl<M: Machine> ErasedMachine for Erased<M> {
         let now_ms = unix_ms(input.now);
         let (instance, requests) = match input.state {
             None => {
-                let (mut instance, requests) =
-                    MachineInstance::<M>::start_wire(event).map_err(machine_error)?;
+                let (mut instance, requests) = MachineInstance::<M>::start_wire(event).map_err(machine_error)?;
                 instance.set_epoch_ms(Some(now_ms));
                 (instance, requests)
             }
