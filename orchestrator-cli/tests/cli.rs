@@ -426,13 +426,22 @@ fn event_validate_checks_data_against_a_contract() {
 #[test]
 fn contract_list_shows_every_example_contract() {
     let out = run_ok(&["contract", "list"], None);
-    for ty in ["com.calc.add", "com.calc.mul", "com.calc.divide", "arvo.orc.calc.average"] {
+    for ty in [
+        "com.calc.add",
+        "com.calc.mul",
+        "com.calc.divide",
+        "arvo.orc.calc.average",
+        "com.shop.inventory.reserve",
+        "com.shop.payment.charge",
+        "com.shop.shipping.dispatch",
+        "arvo.orc.shop.order",
+    ] {
         assert!(out.lines().any(|line| line.starts_with(ty)), "{ty} missing from {out}");
     }
     assert!(out.contains("1.0.0, 2.0.0"), "{out}");
 
     let listed = json(&run_ok(&["contract", "list", "--json"], None));
-    assert_eq!(listed.as_array().expect("array").len(), 4);
+    assert_eq!(listed.as_array().expect("array").len(), 8);
     assert_eq!(listed[2]["versions"], json!(["1.0.0", "2.0.0"]));
 }
 

@@ -16,6 +16,8 @@
 //!   [`machine::MachineInstance`];
 //! - [`orchestration`]: the orchestration lifecycle (lock, read, step, persist, unlock) and
 //!   [`orchestration::Orchestrator`], which runs versioned machines as an event handler;
+//! - [`telemetry`]: OpenTelemetry spans with Arvo's names and attributes, W3C trace context carried
+//!   in events (feature `opentelemetry`);
 //! - [`violation::Violation`]: faults returned to the caller, as opposed to
 //!   [`contract::SystemErrorPayload`] events for ordinary failures.
 //!
@@ -69,6 +71,7 @@ pub mod memory;
 pub mod orchestration;
 pub mod semver;
 pub mod subject;
+pub mod telemetry;
 pub mod violation;
 
 pub use field_error::{FieldError, FieldErrors};

@@ -176,7 +176,7 @@ impl<'a> SystemErrorSpec<'a> {
             initiator: None,
             executionunits: None,
             domains: DEFAULT_SYSTEM_ERROR_DOMAINS,
-            // OpenTelemetry: the handler span's headers will go here.
+            // Handlers replace them with their execution span's headers.
             traceparent: triggering_event.traceparent(),
             tracestate: triggering_event.tracestate(),
         }

@@ -53,7 +53,11 @@ fn time(at: SystemTime) -> String {
 
 fn compact(data: &Value) -> String {
     let text = data.to_string();
-    if text.chars().count() > 160 { format!("{}…", text.chars().take(160).collect::<String>()) } else { text }
+    if text.chars().count() > 160 {
+        format!("{}…", text.chars().take(160).collect::<String>())
+    } else {
+        text
+    }
 }
 
 fn state_line(record: &WorkflowRecord) -> String {

@@ -14,8 +14,9 @@ use crate::emit::{
 };
 use crate::event::Event;
 use crate::handler::EventHandler;
-use crate::memory::{JournalEntry, Lease, Materialized, Memory, Stored, WriteMeta};
+use crate::memory::{JournalEntry, Lease, Materialized, Memory, MemoryError, Stored, WriteMeta};
 use crate::subject::Subject;
+use crate::telemetry::{Execution, ExecutionKind, MemoryOp, Telemetry};
 use crate::violation::{TransactionCause, Violation};
 
 /// The orchestration lifecycle around a [`CoreStep`] `S`, storing [`WorkflowRecord`]s in memory
@@ -30,6 +31,8 @@ pub struct Lifecycle<S, M> {
     system_error_domains: Vec<Domain>,
     clock: Arc<dyn Clock>,
     wake_type: String,
+    telemetry: Telemetry,
+    kind: ExecutionKind,
 }
 
 /// The type of the timer wake-up events of orchestrator `source`: `<source>.wake`. They are
@@ -84,7 +87,24 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             system_error_domains: DEFAULT_SYSTEM_ERROR_DOMAINS.to_vec(),
             clock: Arc::new(SystemClock),
             wake_type,
+            telemetry: Telemetry::default(),
+            kind: ExecutionKind::Orchestrator,
         }
+    }
+
+    /// Sets the OpenTelemetry settings (default: the global tracer provider, spans parented on
+    /// the event's trace context).
+    #[must_use]
+    pub fn with_telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = telemetry;
+        self
+    }
+
+    /// Names the execution spans `Resumable<uri>@<type>` instead of `Orchestrator<uri>@<type>`.
+    #[must_use]
+    pub(crate) fn resumable_spans(mut self) -> Self {
+        self.kind = ExecutionKind::Resumable;
+        self
     }
 
     /// Sets the clock (default [`SystemClock`]).
@@ -116,8 +136,21 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
     }
 
     /// Executes one event: the produced events, or a violation (nothing persisted).
+    ///
+    /// The execution is an `Orchestrator<uri>@<type>` (or `Resumable<uri>@<type>`) span of kind
+    /// PRODUCER, with a child span per memory operation; see [`crate::telemetry`].
     pub async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
-        // OpenTelemetry: open the `Orchestrator<uri>@<type>` span (kind PRODUCER) here.
+        let uri = self.core.system_error_contract().uri();
+        let exec = self.telemetry.start(self.kind, uri, self.core.source(), event);
+        let result = self.run(event, &exec).await;
+        match &result {
+            Ok(events) => exec.emittables(events),
+            Err(violation) => exec.violation(violation),
+        }
+        result
+    }
+
+    async fn run(&self, event: &Event, exec: &Execution) -> Result<Vec<Event>, Violation> {
         let subject = Subject::parse(event.subject()).map_err(|e| {
             Violation::execution(format!(
                 "Invalid event (id={}) subject format. Expected an ArvoOrchestrationSubject but received '{}': {e}",
@@ -125,13 +158,14 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                 event.subject()
             ))
         })?;
+        exec.parsed_subject(self.kind, &subject);
         if subject.orchestrator_name() != self.core.source() {
             // Another orchestrator's event (Arvo logs a warning).
             return Ok(Vec::new());
         }
         let lease = match self.locking {
             Locking::Never => None,
-            Locking::Always => match self.memory.lock(subject.as_str()).await {
+            Locking::Always => match self.lock(subject.as_str(), exec).await {
                 Ok(Some(lease)) => Some(lease),
                 Ok(None) => {
                     return Err(Violation::transaction(
@@ -151,15 +185,17 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                 }
             },
         };
-        let result = self.locked(event, &subject, lease.as_ref()).await;
+        let result = self.locked(event, &subject, lease.as_ref(), exec).await;
         if let Some(lease) = &lease {
             // Tolerant release: a lease that cannot be released expires by itself.
-            let _ = self.memory.unlock(lease).await;
+            let span = exec.memory(MemoryOp::Unlock, &lease.id);
+            span.result(&self.memory.unlock(lease).await);
         }
         let (events, done) = result?;
         if done {
             // Retention is the backend's business; a failed cleanup does not undo the workflow.
-            let _ = self.memory.cleanup(subject.as_str()).await;
+            let span = exec.memory(MemoryOp::Cleanup, subject.as_str());
+            span.result(&self.memory.cleanup(subject.as_str()).await);
         }
         Ok(events)
     }
@@ -170,8 +206,9 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         event: &Event,
         subject: &Subject,
         lease: Option<&Lease>,
+        exec: &Execution,
     ) -> Result<(Vec<Event>, bool), Violation> {
-        let stored = self.memory.read(subject.as_str()).await.map_err(|e| {
+        let stored = self.read(subject.as_str(), exec).await.map_err(|e| {
             Violation::transaction(
                 TransactionCause::ReadFailure,
                 format!("Error reading state for event (subject={}): {e}", subject.as_str()),
@@ -221,6 +258,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             executionunits: self.executionunits.as_ref(),
             now,
             is_wake,
+            trace: exec.headers(),
         };
         let meta = |wake_at: Option<SystemTime>| Meta {
             subject,
@@ -232,14 +270,16 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         };
         // A panic in the core step (a machine's action, a resumable's function) is an ordinary
         // failure: the latch is written and the lease released, instead of a lost worker.
-        let step = CatchPanic(Box::pin(self.core.step(input))).await.unwrap_or_else(|panic| {
-            Err(StepError::Failure(Box::new(NamedError::new(
-                "Panic",
-                format!("the orchestrator panicked: {panic}"),
-            ))))
-        });
+        let step =
+            CatchPanic(Box::pin(exec.instrument(self.core.step(input)))).await.unwrap_or_else(|panic| {
+                Err(StepError::Failure(Box::new(NamedError::new(
+                    "Panic",
+                    format!("the orchestrator panicked: {panic}"),
+                ))))
+            });
         match step {
             Ok(output) => {
+                exec.orchestration_status(if output.done { "done" } else { "active" });
                 let new = WorkflowRecord {
                     execution_status: ExecutionStatus::Normal,
                     subject: subject.as_str().to_owned(),
@@ -252,13 +292,14 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                 };
                 let wake_at = if output.done { None } else { output.wake_at };
                 let new = WorkflowRecord { wake_at_ms: wake_at.map(unix_ms), ..new };
-                self.write(subject, &new, version, lease, &meta(wake_at).with(&output.events)).await?;
+                self.write(subject, &new, version, lease, &meta(wake_at).with(&output.events), exec).await?;
                 Ok((output.events, output.done))
             }
             Err(StepError::Violation(violation)) => Err(violation),
             Err(StepError::Failure(error)) => {
-                // OpenTelemetry: record the exception and set the span status to ERROR.
                 let payload = system_error_payload(&*error);
+                exec.failure(&payload.error_name, &payload.error_message);
+                exec.orchestration_status("failure");
                 let spec = SystemErrorSpec {
                     contract: self.core.system_error_contract(),
                     source: self.core.source(),
@@ -268,9 +309,8 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     initiator: Some(subject.initiator()),
                     executionunits: self.executionunits.as_ref(),
                     domains: &self.system_error_domains,
-                    // OpenTelemetry: the orchestrator span's headers.
-                    traceparent: event.traceparent(),
-                    tracestate: event.tracestate(),
+                    traceparent: exec.headers().traceparent(),
+                    tracestate: exec.headers().tracestate(),
                 };
                 let events = system_error_events(&spec, &payload)?;
                 let latch = WorkflowRecord {
@@ -284,7 +324,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     wake_at_ms: None,
                 };
                 // Against the version read (Arvo's bug 4 writes it as if nothing existed).
-                self.write(subject, &latch, version, lease, &meta(None).with(&events)).await?;
+                self.write(subject, &latch, version, lease, &meta(None).with(&events), exec).await?;
                 Ok((events, false))
             }
         }
@@ -297,8 +337,13 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         prev: Option<u64>,
         lease: Option<&Lease>,
         meta: &WriteMeta<'_>,
+        exec: &Execution,
     ) -> Result<u64, Violation> {
-        self.memory.write(subject.as_str(), record, prev, lease, meta).await.map_err(|e| {
+        let mut span = exec.memory(MemoryOp::Write, subject.as_str());
+        span.record_bytes(Some(record));
+        let written = self.memory.write(subject.as_str(), record, prev, lease, meta).await;
+        span.result(&written);
+        written.map_err(|e| {
             Violation::transaction(
                 TransactionCause::WriteFailure,
                 format!("Error writing state for event (subject={}): {e}", subject.as_str()),
@@ -310,6 +355,30 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
 /// Milliseconds since the Unix epoch (0 before it).
 pub(crate) fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
+    /// [`Memory::lock`] in a `Lock Simple Memory` span.
+    async fn lock(&self, id: &str, exec: &Execution) -> Result<Option<Lease>, MemoryError> {
+        let mut span = exec.memory(MemoryOp::Lock, id);
+        let lease = self.memory.lock(id).await;
+        if let Ok(None) = lease {
+            span.attributes(&[("arvo.memory.lock", "denied")]);
+        }
+        span.result(&lease);
+        lease
+    }
+
+    /// [`Memory::read`] in a `Read Simple Memory` span.
+    async fn read(&self, id: &str, exec: &Execution) -> Result<Option<Stored<WorkflowRecord>>, MemoryError> {
+        let mut span = exec.memory(MemoryOp::Read, id);
+        let stored = self.memory.read(id).await;
+        if let Ok(stored) = &stored {
+            span.record_bytes(stored.as_ref().map(|s| &s.record));
+        }
+        span.result(&stored);
+        stored
+    }
 }
 
 /// What the write metadata of one execution is made of.

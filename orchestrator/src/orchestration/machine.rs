@@ -18,6 +18,7 @@ use crate::handler::EventHandler;
 use crate::machine::{Machine, MachineError, MachineInstance, ServiceRequest, Snapshot};
 use crate::memory::Memory;
 use crate::subject::Subject;
+use crate::telemetry;
 use crate::violation::Violation;
 
 /// One step of a machine, without its types.
@@ -163,9 +164,8 @@ fn base(source: &'static str, input: &StepInput<'_>) -> crate::event::EventBuild
         .redirectto(source)
         .accesscontrol_opt(event.accesscontrol())
         .executionunits_opt(input.executionunits.cloned())
-        // OpenTelemetry: the orchestrator span's headers instead of the input's.
-        .traceparent_opt(event.traceparent())
-        .tracestate_opt(event.tracestate())
+        .traceparent_opt(input.trace.traceparent())
+        .tracestate_opt(input.trace.tracestate())
 }
 
 /// The events of service requests emitted by orchestrator `source` (Arvo's 2.6): one per unique
@@ -296,8 +296,24 @@ impl CoreStep for MachineCore {
     }
 
     async fn step(&self, input: StepInput<'_>) -> Result<StepOutput, StepError> {
-        let machine = self.resolve(input.subject)?;
-        let Stepped { requests, state, output, wake_at } = machine.run(&input)?;
+        let machine = {
+            let span = telemetry::internal_span("Resolve Machine");
+            let resolved = self.resolve(input.subject);
+            span.result(&resolved);
+            resolved?
+        };
+        let Stepped { requests, state, output, wake_at } = {
+            let mut span = telemetry::internal_span("Execute Machine");
+            span.attributes(&[
+                ("arvo.machine.type", machine.name()),
+                ("arvo.machine.version", machine.contract().version_str()),
+            ]);
+            let ran = machine.run(&input);
+            if let Err(StepError::Failure(error)) = &ran {
+                span.error(error);
+            }
+            ran?
+        };
         let mut events =
             request_events(self.source, &self.service_domains, &input, machine.contract(), &requests)?;
         let done = output.is_some();

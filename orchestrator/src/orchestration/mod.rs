@@ -43,10 +43,10 @@
 //!   or [`RemoveAfter`](crate::memory::Retention::RemoveAfter)) for as long as redeliveries can happen.
 
 mod clock;
+pub mod history;
 mod lifecycle;
 mod machine;
 mod options;
-pub mod history;
 pub mod replay;
 pub mod resumable;
 pub mod timers;
@@ -66,6 +66,7 @@ use crate::contract::{SystemErrorPayload, VersionedContract};
 use crate::emit::BoxError;
 use crate::event::Event;
 use crate::subject::Subject;
+use crate::telemetry::TraceHeaders;
 use crate::violation::Violation;
 
 /// Whether a workflow can still run.
@@ -148,6 +149,9 @@ pub struct StepInput<'a> {
     /// Whether the event is a timer wake-up ([`wake_type`]) rather than a contract event: the
     /// core step only delivers the timers due by [`StepInput::now`].
     pub is_wake: bool,
+    /// The trace headers of the execution span, stamped on every emitted event
+    /// ([`crate::telemetry`]).
+    pub trace: &'a TraceHeaders,
 }
 
 /// What a [`CoreStep`] produced.

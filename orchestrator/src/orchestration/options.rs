@@ -8,6 +8,7 @@ use super::{Clock, CoreStep, Lifecycle, Locking, SystemClock, WorkflowRecord};
 use crate::domain::Domain;
 use crate::emit::DEFAULT_SYSTEM_ERROR_DOMAINS;
 use crate::memory::Memory;
+use crate::telemetry::Telemetry;
 
 /// Locking, execution units and the default domains of what an orchestrator emits.
 #[derive(Debug, Clone)]
@@ -18,6 +19,7 @@ pub(super) struct Options {
     pub(super) complete_domains: Vec<Domain>,
     pub(super) system_error_domains: Vec<Domain>,
     pub(super) clock: Arc<dyn Clock>,
+    pub(super) telemetry: Telemetry,
 }
 
 impl Default for Options {
@@ -29,6 +31,7 @@ impl Default for Options {
             complete_domains: vec![Domain::OrchestrationContext],
             system_error_domains: DEFAULT_SYSTEM_ERROR_DOMAINS.to_vec(),
             clock: Arc::new(SystemClock),
+            telemetry: Telemetry::default(),
         }
     }
 }
@@ -57,6 +60,7 @@ impl Options {
             .with_executionunits(executionunits)
             .with_system_error_domains(self.system_error_domains.clone())
             .with_clock(Arc::clone(&self.clock))
+            .with_telemetry(self.telemetry.clone())
     }
 }
 
@@ -96,6 +100,35 @@ macro_rules! option_setters {
         #[must_use]
         pub fn clock(mut self, clock: std::sync::Arc<dyn crate::orchestration::Clock>) -> Self {
             self.options.clock = clock;
+            self
+        }
+
+        /// Sets the OpenTelemetry settings (default: the global tracer provider, spans parented
+        /// on the event's trace context).
+        #[must_use]
+        pub fn telemetry(mut self, telemetry: crate::telemetry::Telemetry) -> Self {
+            self.options.telemetry = telemetry;
+            self
+        }
+
+        /// Uses `tracer` for this orchestrator's spans instead of the global provider's.
+        #[cfg(feature = "opentelemetry")]
+        #[must_use]
+        pub fn tracer<T>(mut self, tracer: T) -> Self
+        where
+            T: opentelemetry::trace::Tracer + Send + Sync + 'static,
+            T::Span: Send + Sync + 'static,
+        {
+            self.options.telemetry = self.options.telemetry.with_tracer(tracer);
+            self
+        }
+
+        /// Sets where this orchestrator's spans' parents come from (default: the event's trace
+        /// context).
+        #[cfg(feature = "opentelemetry")]
+        #[must_use]
+        pub fn trace_inheritance(mut self, inheritance: crate::telemetry::TraceInheritance) -> Self {
+            self.options.telemetry = self.options.telemetry.with_inheritance(inheritance);
             self
         }
 

@@ -18,6 +18,7 @@ use super::{CoreStep, Lifecycle, StepError, StepInput, WorkflowRecord};
 use crate::event::Event;
 use crate::memory::{Journal, JournalRecord, MemoryError};
 use crate::subject::{Subject, SubjectError};
+use crate::telemetry::TraceHeaders;
 use crate::violation::Violation;
 
 /// How far to replay.
@@ -206,6 +207,7 @@ impl<S: CoreStep, M> Lifecycle<S, M> {
                 let (parent, init_id) = context.get_or_insert_with(|| {
                     (entry.record.parent_subject.clone(), entry.record.init_event_id.clone())
                 });
+                let trace = TraceHeaders::of(event);
                 let input = StepInput {
                     event,
                     subject: &parsed,
@@ -215,6 +217,7 @@ impl<S: CoreStep, M> Lifecycle<S, M> {
                     executionunits: self.executionunits(),
                     now: entry.at,
                     is_wake: event.r#type() == wake_type,
+                    trace: &trace,
                 };
                 let diverged =
                     |what: &'static str, journaled: String, replayed: String| ReplayError::Diverged {

@@ -4,6 +4,7 @@ use std::fmt;
 
 use crate::contract::{ContractVersion, VersionedContract};
 use crate::event::Event;
+use crate::telemetry::TraceHeaders;
 
 /// The input of a service handler function for contract version `V`.
 ///
@@ -19,7 +20,10 @@ pub struct ServiceInput<V: ContractVersion> {
     pub contract: &'static VersionedContract,
     /// The handler's source (the contract's accepted type), the `source` of what it emits.
     pub source: &'static str,
-    // OpenTelemetry: the handler span (and its headers) will be added here.
+    /// The `traceparent` / `tracestate` of the handler's execution span (Arvo's `spanHeaders`),
+    /// for events the function sends by other means. The span itself is the current
+    /// OpenTelemetry context while the function runs (feature `opentelemetry`).
+    pub span_headers: TraceHeaders,
 }
 
 impl<V: ContractVersion> ServiceInput<V> {
@@ -28,8 +32,9 @@ impl<V: ContractVersion> ServiceInput<V> {
         event: Event,
         contract: &'static VersionedContract,
         source: &'static str,
+        span_headers: TraceHeaders,
     ) -> Self {
-        Self { payload, event, contract, source }
+        Self { payload, event, contract, source, span_headers }
     }
 
     /// The handler contract's domain (Arvo's `domain.self`).

@@ -73,7 +73,7 @@
 //!    | dataschema | `<uri>/<version used>` |
 //!    | id, time | emit's when set (every domain copy shares the id), else new |
 //!    | domain | resolved ([`crate::domain`]) with self and event contract = this contract, no parent subject |
-//!    | traceparent, tracestate | the input's |
+//!    | traceparent, tracestate | the handler span's ([`crate::telemetry`]; without the `opentelemetry` feature, the input's) |
 //!
 //!    An event that cannot be built (a payload failing its emit schema, a bad extension key, a
 //!    non-finite `executionunits`, …) is a [`Violation::Contract`]; nothing is emitted.
@@ -84,6 +84,9 @@
 //!      parentid = the input's id, dataschema `<uri>/0.0.0`, accesscontrol = the input's,
 //!      executionunits = the handler's, one copy per unique resolved domain of the handler's
 //!      system-error domains (`[OrchestrationContext]`).
+//!
+//! Each execution is a `Handler<uri>` span (kind CONSUMER) with Arvo's attributes, parented on
+//! the input's trace context; see [`crate::telemetry`].
 
 mod input;
 mod output;
@@ -114,13 +117,16 @@ use crate::emit::{SystemErrorSpec, system_error_events, system_error_payload};
 use crate::event::Event;
 use crate::factory::FactoryError;
 use crate::semver::SemVer;
+use crate::telemetry::{Execution, ExecutionKind, Telemetry, TraceHeaders};
 use crate::violation::Violation;
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// One version's function, without its types.
 type VersionFn = Box<
-    dyn Fn(&Event, &'static VersionedContract) -> BoxFuture<Result<Vec<RawEmit>, BoxError>> + Send + Sync,
+    dyn Fn(&Event, &'static VersionedContract, &TraceHeaders) -> BoxFuture<Result<Vec<RawEmit>, BoxError>>
+        + Send
+        + Sync,
 >;
 
 /// A stateless handler for contract `C`, one function per contract version. Cheap to clone.
@@ -137,6 +143,7 @@ struct Inner {
     emit_domains: Vec<Domain>,
     system_error_domains: Vec<Domain>,
     versions: BTreeMap<SemVer, VersionFn>,
+    telemetry: Telemetry,
 }
 
 impl<C: Contract> ServiceHandler<C> {
@@ -147,6 +154,7 @@ impl<C: Contract> ServiceHandler<C> {
             executionunits: None,
             emit_domains: None,
             system_error_domains: None,
+            telemetry: Telemetry::default(),
             _contract: PhantomData,
         }
     }
@@ -210,6 +218,7 @@ pub struct ServiceHandlerBuilder<C> {
     executionunits: Option<f64>,
     emit_domains: Option<Vec<Domain>>,
     system_error_domains: Option<Vec<Domain>>,
+    telemetry: Telemetry,
     _contract: PhantomData<fn() -> C>,
 }
 
@@ -228,10 +237,11 @@ impl<C: Contract> ServiceHandlerBuilder<C> {
         O: Into<Emissions<V>>,
     {
         let handler = Arc::new(handler);
-        let erased: VersionFn = Box::new(move |event: &Event, vc: &'static VersionedContract| {
+        let erased: VersionFn = Box::new(move |event: &Event, vc, headers: &TraceHeaders| {
             let handler = Arc::clone(&handler);
             let input = V::Accepts::deserialize(event.data_value()).map(|payload| {
-                ServiceInput::<V>::new(payload, event.clone(), vc, <C as Contract>::contract().r#type())
+                let source = <C as Contract>::contract().r#type();
+                ServiceInput::<V>::new(payload, event.clone(), vc, source, headers.clone())
             });
             let decode_error = |e: serde_json::Error| -> BoxError {
                 Box::new(Violation::contract(format!(
@@ -268,6 +278,31 @@ impl<C: Contract> ServiceHandlerBuilder<C> {
     /// The domains of system-error events (default: `[OrchestrationContext]`).
     pub fn system_error_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
         self.system_error_domains = Some(domains.into_iter().collect());
+        self
+    }
+
+    /// Sets the OpenTelemetry settings (default: the global tracer provider, spans parented on
+    /// the input's trace context).
+    pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = telemetry;
+        self
+    }
+
+    /// Uses `tracer` for this handler's spans instead of the global provider's.
+    #[cfg(feature = "opentelemetry")]
+    pub fn tracer<T>(mut self, tracer: T) -> Self
+    where
+        T: opentelemetry::trace::Tracer + Send + Sync + 'static,
+        T::Span: Send + Sync + 'static,
+    {
+        self.telemetry = self.telemetry.with_tracer(tracer);
+        self
+    }
+
+    /// Sets where this handler's spans' parents come from (default: the input's trace context).
+    #[cfg(feature = "opentelemetry")]
+    pub fn trace_inheritance(mut self, inheritance: crate::telemetry::TraceInheritance) -> Self {
+        self.telemetry = self.telemetry.with_inheritance(inheritance);
         self
     }
 
@@ -330,7 +365,14 @@ impl<C: Contract> ServiceHandlerBuilder<C> {
             ));
         }
         Ok(ServiceHandler {
-            inner: Arc::new(Inner { contract, executionunits, emit_domains, system_error_domains, versions }),
+            inner: Arc::new(Inner {
+                contract,
+                executionunits,
+                emit_domains,
+                system_error_domains,
+                versions,
+                telemetry: self.telemetry,
+            }),
             _contract: PhantomData,
         })
     }
@@ -338,8 +380,17 @@ impl<C: Contract> ServiceHandlerBuilder<C> {
 
 impl Inner {
     async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
-        // OpenTelemetry: open the `Handler<uri>` span (kind CONSUMER) here, parented on the
-        // event's traceparent/tracestate, with `consumable.0.*` attributes; close it on return.
+        let exec =
+            self.telemetry.start(ExecutionKind::Handler, self.contract.uri(), self.contract.r#type(), event);
+        let result = self.run(event, &exec).await;
+        match &result {
+            Ok(events) => exec.emittables(events),
+            Err(violation) => exec.violation(violation),
+        }
+        result
+    }
+
+    async fn run(&self, event: &Event, exec: &Execution) -> Result<Vec<Event>, Violation> {
         let contract = self.contract;
         if event.r#type() != contract.r#type() {
             return Err(Violation::config(format!(
@@ -366,15 +417,17 @@ impl Inner {
                 contract.uri()
             )));
         };
-        match CatchUnwind(function(event, vc)).await {
-            Ok(Ok(emits)) => self.emitted_events(event, vc, emits),
+        let call = std::pin::pin!(exec.instrument(function(event, vc, exec.headers())));
+        let payload = match CatchUnwind(call).await {
+            Ok(Ok(emits)) => return self.emitted_events(event, vc, emits, exec),
             Ok(Err(error)) => match error.downcast::<Violation>() {
-                Ok(violation) => Err(*violation),
-                // OpenTelemetry: record the exception and set the span status to ERROR.
-                Err(error) => self.system_errors(event, vc, &system_error_payload(&*error)),
+                Ok(violation) => return Err(*violation),
+                Err(error) => system_error_payload(&*error),
             },
-            Err(panic) => self.system_errors(event, vc, &panic_payload(&*panic)),
-        }
+            Err(panic) => panic_payload(&*panic),
+        };
+        exec.failure(&payload.error_name, &payload.error_message);
+        self.system_errors(event, vc, &payload, exec)
     }
 
     fn select_version(&self, event: &Event) -> Result<&'static VersionedContract, Violation> {
@@ -411,6 +464,7 @@ impl Inner {
         event: &Event,
         vc: &'static VersionedContract,
         emits: Vec<RawEmit>,
+        exec: &Execution,
     ) -> Result<Vec<Event>, Violation> {
         let ctx = DomainContext::for_event(event).contract_domain(vc.domain());
         let mut out = Vec::with_capacity(emits.len());
@@ -442,9 +496,8 @@ impl Inner {
                 .executionunits_opt(executionunits)
                 .id_opt(emit.id.as_deref())
                 .time_opt(emit.time.as_deref())
-                // OpenTelemetry: the handler span's headers instead of the input's.
-                .traceparent_opt(event.traceparent())
-                .tracestate_opt(event.tracestate())
+                .traceparent_opt(exec.headers().traceparent())
+                .tracestate_opt(exec.headers().tracestate())
                 // As arvo-core's createArvoEvent (without its double encoding).
                 .encode_uris(true);
             for (key, value) in &emit.extensions {
@@ -470,7 +523,6 @@ impl Inner {
                 })?);
             }
         }
-        // OpenTelemetry: set `emittables.<i>.*` attributes on the span.
         Ok(out)
     }
 
@@ -479,10 +531,13 @@ impl Inner {
         event: &Event,
         vc: &'static VersionedContract,
         payload: &crate::contract::SystemErrorPayload,
+        exec: &Execution,
     ) -> Result<Vec<Event>, Violation> {
         let spec = SystemErrorSpec {
             executionunits: self.executionunits.as_ref(),
             domains: &self.system_error_domains,
+            traceparent: exec.headers().traceparent(),
+            tracestate: exec.headers().tracestate(),
             ..SystemErrorSpec::for_handler(vc, self.contract.r#type(), event)
         };
         system_error_events(&spec, payload)
@@ -509,15 +564,15 @@ fn panic_payload(panic: &(dyn Any + Send)) -> crate::contract::SystemErrorPayloa
     crate::contract::SystemErrorPayload::new("Panic", message)
 }
 
-/// Polls a boxed future, turning a panic into an `Err` with the panic payload.
-struct CatchUnwind<T>(BoxFuture<T>);
+/// Polls a future, turning a panic into an `Err` with the panic payload.
+struct CatchUnwind<F>(F);
 
-impl<T> Future for CatchUnwind<T> {
-    type Output = Result<T, Box<dyn Any + Send>>;
+impl<F: Future + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn Any + Send>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let future = &mut self.0;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(&mut *future).poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
             Err(panic) => Poll::Ready(Err(panic)),

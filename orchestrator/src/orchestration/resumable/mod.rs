@@ -535,7 +535,7 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
             service_domains: self.options.service_domains.clone(),
             complete_domains: self.options.complete_domains.clone(),
         };
-        let lifecycle = self.options.lifecycle(core, self.memory, executionunits);
+        let lifecycle = self.options.lifecycle(core, self.memory, executionunits).resumable_spans();
         Ok(Resumable { inner: Arc::new(lifecycle) })
     }
 }
