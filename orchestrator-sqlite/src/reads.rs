@@ -159,8 +159,9 @@ pub(crate) fn produced(
 ) -> Result<Option<Vec<Event>>, MemoryError> {
     let row: Option<(i64, String)> = conn
         .prepare_cached(
-            "SELECT version, produced FROM journal WHERE id = ?1 AND consumed_event_id = ?2 \
-             ORDER BY version LIMIT 1",
+            // Without statistics the planner would rather scan the workflow's journal by primary key.
+            "SELECT version, produced FROM journal INDEXED BY journal_consumed \
+             WHERE id = ?1 AND consumed_event_id = ?2 ORDER BY version LIMIT 1",
         )
         .and_then(|mut s| s.query_row([id, event_id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .map_err(sql(id))?;
