@@ -15,7 +15,34 @@ use orchestrator_sqlite::Retention;
 
 const CHILD_DB: &str = "ORCHESTRATOR_SQLITE_CHILD_DB";
 const CHILD_TTL_MS: &str = "ORCHESTRATOR_SQLITE_CHILD_TTL_MS";
+const CHILD_WRITER_DB: &str = "ORCHESTRATOR_SQLITE_CHILD_WRITER_DB";
 const ID: &str = "shared-wf";
+
+/// The child side of the crash test: writes from 4 tasks, reporting each acknowledged write,
+/// until it is killed; a no-op in a normal test run.
+#[test]
+fn child_writer() {
+    let Ok(path) = std::env::var(CHILD_WRITER_DB) else { return };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let m = std::sync::Arc::new(common::store(path.as_ref(), Duration::from_secs(60), Retention::Keep));
+        let tasks: Vec<_> = (0..4)
+            .map(|t| {
+                let m = std::sync::Arc::clone(&m);
+                tokio::spawn(async move {
+                    for i in 0.. {
+                        let id = format!("k-{t}-{i}");
+                        m.write(&id, &id, None, None, &WriteMeta::new(&id, "child")).await.unwrap();
+                        println!("ACK {id}");
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+}
 
 /// The child side; a no-op in a normal test run.
 #[test]
@@ -53,9 +80,13 @@ struct ChildHolder {
 
 impl ChildHolder {
     fn spawn(path: &std::path::Path, ttl: Duration) -> Self {
+        Self::spawn_test("child_lease_holder", CHILD_DB, path, ttl)
+    }
+
+    fn spawn_test(test: &str, env: &str, path: &std::path::Path, ttl: Duration) -> Self {
         let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-            .args(["--exact", "child_lease_holder", "--nocapture", "--test-threads=1"])
-            .env(CHILD_DB, path)
+            .args(["--exact", test, "--nocapture", "--test-threads=1"])
+            .env(env, path)
             .env(CHILD_TTL_MS, ttl.as_millis().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -153,4 +184,25 @@ async fn a_lease_of_a_vanished_process_lapses_after_its_ttl() {
     assert!(lease.token > child_token);
     assert_eq!(m.read(ID).await.unwrap().unwrap().record, format!("child {child_token}"));
     assert!(m.unlock(&lease).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acknowledged_write_survives_a_killed_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("killed.db");
+    drop(common::store(&path, Duration::from_secs(60), Retention::Keep));
+    let mut child = ChildHolder::spawn_test("child_writer", CHILD_WRITER_DB, &path, Duration::from_secs(60));
+    let mut acked = Vec::new();
+    tokio::task::block_in_place(|| {
+        while acked.len() < 200 {
+            acked.push(child.expect("ACK "));
+        }
+    });
+    // SIGKILL: no destructor, no checkpoint, whatever was in flight is lost, but not an acknowledged write.
+    child.child.kill().unwrap();
+    child.child.wait().unwrap();
+    let m = common::store(&path, Duration::from_secs(60), Retention::Keep);
+    for id in &acked {
+        assert_eq!(m.read(id).await.unwrap().map(|s| s.record).as_ref(), Some(id), "{id} was acknowledged");
+    }
 }
