@@ -71,7 +71,7 @@ mod writer;
 use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use orchestrator::event::Event;
 use orchestrator::memory::{
@@ -93,7 +93,11 @@ use writer::{Counters, Writer};
 /// Durable workflow memory in one SQLite file (see the [crate documentation](crate)).
 ///
 /// `R` is the record type, stored as JSON. Dropping the store stops its writer thread once the
-/// operations already queued are answered.
+/// operations already queued are answered (the drop waits for that).
+///
+/// An operation is queued when its future is first polled; dropping the future afterwards does
+/// not withdraw it: a write may still commit, and a lease may still be granted (it then lapses
+/// after its TTL).
 pub struct SqliteMemory<R> {
     // Declared first: dropped (and joined) before the readers.
     writer: Writer,
@@ -220,6 +224,14 @@ fn write_op<R: Serialize>(
     })
 }
 
+/// The wait after `delay`: times `backoff` (at least 1), never longer than a lease lasts (nor
+/// a panic on an absurd factor).
+fn next_delay(delay: Duration, backoff: f64, ttl: Duration) -> Duration {
+    let cap = ttl.max(delay);
+    let factor = if backoff.is_finite() { backoff.max(1.0) } else { 1.0 };
+    Duration::try_from_secs_f64(delay.as_secs_f64() * factor).map_or(cap, |next| next.min(cap))
+}
+
 impl<R> Memory<R> for SqliteMemory<R>
 where
     R: Serialize + DeserializeOwned + Send + Sync + 'static,
@@ -254,7 +266,7 @@ where
             }
             if attempt < self.config.lock_retries {
                 tokio::time::sleep(delay).await;
-                delay = delay.mul_f64(self.config.backoff.max(1.0));
+                delay = next_delay(delay, self.config.backoff, ttl);
             }
         }
         Ok(None)
@@ -315,5 +327,33 @@ where
     async fn parent(&self, id: &str) -> Result<Option<String>, MemoryError> {
         check_id(id)?;
         read(&self.readers, id, reads::parent).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_backoff_is_bounded_and_never_panics() {
+        let ttl = Duration::from_secs(2);
+        let d = Duration::from_millis(100);
+        assert_eq!(next_delay(d, 1.5, ttl), Duration::from_millis(150));
+        assert_eq!(next_delay(d, 0.5, ttl), d, "a factor below 1 keeps the delay");
+        assert_eq!(next_delay(d, f64::NAN, ttl), d);
+        assert_eq!(next_delay(d, f64::INFINITY, ttl), d);
+        assert_eq!(next_delay(d, 1e300, ttl), ttl, "capped at the lease TTL");
+        assert_eq!(next_delay(Duration::MAX, 2.0, ttl), Duration::MAX, "never shorter than the delay given");
+    }
+
+    #[test]
+    fn times_round_trip_and_wake_ups_round_up() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+        assert_eq!(time::from_ms("t", time::to_ms(t)).ok(), Some(t));
+        let later = t + Duration::from_micros(1);
+        assert_eq!(time::to_ms_ceil(later), time::to_ms(t) + 1);
+        assert_eq!(time::to_ms_ceil(t), time::to_ms(t));
+        let before = SystemTime::UNIX_EPOCH - Duration::from_millis(5);
+        assert_eq!(time::from_ms("t", time::to_ms(before)).ok(), Some(before));
     }
 }
