@@ -1,0 +1,157 @@
+//! [`SqliteConfig`]: where the database lives and how the store behaves.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::{OpenError, SqliteMemory};
+
+/// SQLite's `PRAGMA synchronous` on the write connection (the database is always in WAL mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Synchronous {
+    /// `FULL`: every commit is flushed to disk before it is acknowledged; a power loss loses no
+    /// acknowledged write. The default.
+    #[default]
+    Full,
+    /// `NORMAL`: in WAL mode the database stays consistent after a crash, but the last commits
+    /// acknowledged before a power loss (not a process crash) may be lost.
+    Normal,
+}
+
+impl Synchronous {
+    pub(crate) fn pragma(self) -> &'static str {
+        match self {
+            Self::Full => "FULL",
+            Self::Normal => "NORMAL",
+        }
+    }
+}
+
+/// What [`orchestrator::memory::Memory::cleanup`] does with a finished workflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retention {
+    /// Keep its record and journal (for inspection; the database grows with finished workflows).
+    Keep,
+    /// Delete its record and journal at once. A late redelivery of one of its events then finds
+    /// nothing to replay.
+    Remove,
+    /// Delete its record and journal once this long has passed since it finished. The deletion
+    /// happens at a later `cleanup` (of any workflow, by any process sharing the file) or at
+    /// [`SqliteMemory::sweep`].
+    RemoveAfter(Duration),
+    /// Move its record and journal to the archive tables (`workflows_archive`, `journal_archive`),
+    /// readable with [`SqliteMemory::archived`] and [`SqliteMemory::archived_history`]. The archive
+    /// keeps the last finished run of each workflow id.
+    Archive,
+}
+
+/// Settings of a [`SqliteMemory`]. The lock settings follow `InMemoryConfig` (arvo-tools'
+/// concurrent memory): a 120 s lease, 3 lock retries starting at 100 ms, growing ×1.5.
+///
+/// ```
+/// use std::time::Duration;
+/// use orchestrator_sqlite::{Retention, SqliteConfig, Synchronous};
+/// let config = SqliteConfig::new("workflows.db")
+///     .synchronous(Synchronous::Normal)
+///     .lease_ttl(Duration::from_secs(30))
+///     .lock_retries(5, Duration::from_millis(20), 2.0)
+///     .retention(Retention::Archive)
+///     .busy_timeout(Duration::from_secs(10));
+/// assert_eq!(config.lock_retries, 5);
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqliteConfig {
+    /// The database file (created if missing, with its `-wal` and `-shm` companions beside it).
+    pub path: PathBuf,
+    /// Durability of a commit (default [`Synchronous::Full`]).
+    pub synchronous: Synchronous,
+    /// How long a lease lasts unless released.
+    pub lease_ttl: Duration,
+    /// How many more times `lock` tries when the lease is held, before answering "denied".
+    pub lock_retries: u32,
+    /// The first wait between tries.
+    pub retry_delay: Duration,
+    /// Each further wait is the previous one times this (at least 1).
+    pub backoff: f64,
+    /// What `cleanup` does.
+    pub retention: Retention,
+    /// How long a statement waits for another process's write lock before failing.
+    pub busy_timeout: Duration,
+    /// The most operations committed in one group transaction.
+    pub max_group: usize,
+    /// How many idle read connections are kept open.
+    pub readers: usize,
+}
+
+impl SqliteConfig {
+    /// The default settings for the database file at `path`.
+    pub fn new(path: impl AsRef<Path>) -> Self {
+        Self {
+            path: path.as_ref().to_path_buf(),
+            synchronous: Synchronous::Full,
+            lease_ttl: Duration::from_secs(120),
+            lock_retries: 3,
+            retry_delay: Duration::from_millis(100),
+            backoff: 1.5,
+            retention: Retention::Remove,
+            busy_timeout: Duration::from_secs(5),
+            max_group: 1024,
+            readers: 4,
+        }
+    }
+
+    /// Sets [`SqliteConfig::synchronous`].
+    #[must_use]
+    pub fn synchronous(mut self, synchronous: Synchronous) -> Self {
+        self.synchronous = synchronous;
+        self
+    }
+
+    /// Sets [`SqliteConfig::lease_ttl`].
+    #[must_use]
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = ttl;
+        self
+    }
+
+    /// Sets the lock retries: how many, the first delay and the backoff factor.
+    #[must_use]
+    pub fn lock_retries(mut self, retries: u32, delay: Duration, backoff: f64) -> Self {
+        self.lock_retries = retries;
+        self.retry_delay = delay;
+        self.backoff = backoff;
+        self
+    }
+
+    /// Sets [`SqliteConfig::retention`].
+    #[must_use]
+    pub fn retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
+    }
+
+    /// Sets [`SqliteConfig::busy_timeout`].
+    #[must_use]
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// Sets [`SqliteConfig::max_group`] (at least 1).
+    #[must_use]
+    pub fn max_group(mut self, max: usize) -> Self {
+        self.max_group = max.max(1);
+        self
+    }
+
+    /// Sets [`SqliteConfig::readers`].
+    #[must_use]
+    pub fn readers(mut self, readers: usize) -> Self {
+        self.readers = readers;
+        self
+    }
+
+    /// Opens (creating or migrating) the database: see [`SqliteMemory::open`].
+    pub fn open<R>(self) -> Result<SqliteMemory<R>, OpenError> {
+        SqliteMemory::open(self)
+    }
+}

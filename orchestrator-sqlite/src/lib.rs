@@ -1,0 +1,359 @@
+//! Embedded, durable workflow memory for the orchestrator, on SQLite.
+//!
+//! [`SqliteMemory`] implements [`Memory`] (compare-and-swap records, leases with TTL and fencing
+//! tokens, the wake-up index, `produced` idempotency, retention) and [`Journal`] (each execution's
+//! consumed event, produced events and record, written in the same transaction as the state).
+//!
+//! * **One file, several processes.** The database runs in WAL mode. Leases live in a table and
+//!   are taken inside `BEGIN IMMEDIATE`, so processes sharing the file exclude each other; fencing
+//!   tokens come from one counter row and keep growing even after a workflow's rows are deleted.
+//! * **No blocking of the async runtime.** A dedicated writer thread owns the write connection,
+//!   fed through a channel and answering through oneshot channels; reads run on a small pool of
+//!   read connections in `tokio::task::spawn_blocking`. Lock retries sleep asynchronously.
+//! * **Group commit.** The writer drains every queued operation (writes, locks, unlocks,
+//!   cleanups), runs them in one transaction, each in its own savepoint so that a failed
+//!   compare-and-swap or a stale lease rolls back only that operation, commits once (one fsync
+//!   with [`Synchronous::Full`]) and only then answers the callers: no caller is acknowledged
+//!   before its commit is durable. [`SqliteMemory::stats`] counts transactions and operations.
+//! * **Versioned schema.** The library creates and migrates its tables (`PRAGMA user_version`);
+//!   a file from a newer version is refused with [`OpenError::NewerSchema`].
+//! * **Retention.** [`Retention::Keep`], [`Retention::Remove`], [`Retention::RemoveAfter`] or
+//!   [`Retention::Archive`] (moves a finished workflow's record and journal to archive tables).
+//!
+//! Records are stored as JSON (`serde_json`); times as milliseconds since the Unix epoch. A row
+//! that cannot be decoded gives [`MemoryError::Backend`] with a [`SqliteError::Decode`] cause.
+//!
+//! The driver is `rusqlite` with its `bundled` SQLite. sqlx is not used: sqlx 0.9 and
+//! rusqlite ≥ 0.40 link conflicting versions of `libsqlite3-sys`, and the PostgreSQL backend is
+//! to use `tokio-postgres`, so the workspace keeps a single `libsqlite3-sys`.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build()?.block_on(async {
+//! use std::time::Duration;
+//! use orchestrator::memory::{Journal, JournalEntry, Memory, WriteMeta};
+//! use orchestrator_sqlite::{Retention, SqliteConfig, SqliteMemory};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let memory: SqliteMemory<String> = SqliteConfig::new(dir.path().join("workflows.db"))
+//!     .lease_ttl(Duration::from_secs(30))
+//!     .retention(Retention::Archive)
+//!     .open()?;
+//!
+//! let lease = memory.lock("wf-1").await?.expect("a free lease");
+//! let entry = JournalEntry { at: std::time::SystemTime::now(), consumed: None, produced: &[] };
+//! let meta = WriteMeta { entry: Some(entry), ..WriteMeta::new("wf-1", "arvo.orc.demo") };
+//! let v1 = memory.write("wf-1", &"started".to_owned(), None, Some(&lease), &meta).await?;
+//! // A writer with a stale view cannot overwrite.
+//! assert!(memory.write("wf-1", &"other".to_owned(), None, Some(&lease), &meta).await.is_err());
+//! memory.write("wf-1", &"done".to_owned(), Some(v1), Some(&lease), &meta).await?;
+//! memory.unlock(&lease).await?;
+//!
+//! assert_eq!(memory.read("wf-1").await?.map(|s| s.record), Some("done".to_owned()));
+//! assert_eq!(memory.history("wf-1", 0, 10).await?.len(), 2);
+//!
+//! memory.cleanup("wf-1").await?; // archived
+//! assert!(memory.read("wf-1").await?.is_none());
+//! assert_eq!(memory.archived("wf-1").await?.map(|s| s.version), Some(2));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })
+//! # }
+//! ```
+
+mod config;
+mod error;
+mod ops;
+mod reads;
+mod schema;
+mod time;
+mod writer;
+
+use std::marker::PhantomData;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use orchestrator::event::Event;
+use orchestrator::memory::{
+    Journal, JournalRecord, Lease, Materialized, Memory, MemoryError, Stored, Wake, WriteMeta,
+};
+use rusqlite::Connection;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use config::{Retention, SqliteConfig, Synchronous};
+pub use error::{OpenError, SqliteError};
+pub use schema::SCHEMA_VERSION;
+pub use writer::Stats;
+
+use error::{backend, check_id};
+use reads::{Readers, Tables, read};
+use writer::{Counters, Writer};
+
+/// Durable workflow memory in one SQLite file (see the [crate documentation](crate)).
+///
+/// `R` is the record type, stored as JSON. Dropping the store stops its writer thread once the
+/// operations already queued are answered (the drop waits for that).
+///
+/// An operation is queued when its future is first polled; dropping the future afterwards does
+/// not withdraw it: a write may still commit, and a lease may still be granted (it then lapses
+/// after its TTL).
+pub struct SqliteMemory<R> {
+    // Declared first: dropped (and joined) before the readers.
+    writer: Writer,
+    readers: Arc<Readers>,
+    counters: Arc<Counters>,
+    config: SqliteConfig,
+    _record: PhantomData<fn() -> R>,
+}
+
+impl<R> std::fmt::Debug for SqliteMemory<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteMemory").field("config", &self.config).field("stats", &self.stats()).finish()
+    }
+}
+
+fn open_connection(config: &SqliteConfig) -> Result<Connection, OpenError> {
+    let open = |source| OpenError::Open { path: config.path.clone(), source };
+    let conn = Connection::open(&config.path).map_err(open)?;
+    conn.busy_timeout(config.busy_timeout).map_err(open)?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(open)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(OpenError::NoWal { path: config.path.clone(), mode });
+    }
+    conn.pragma_update(None, "synchronous", config.synchronous.pragma()).map_err(open)?;
+    Ok(conn)
+}
+
+impl<R> SqliteMemory<R> {
+    /// Opens the database at `config.path`, creating it or migrating its schema to
+    /// [`SCHEMA_VERSION`], and starts the writer thread. Blocks while it does (a short, one-time
+    /// cost: call it at start-up).
+    pub fn open(config: SqliteConfig) -> Result<Self, OpenError> {
+        let mut conn = open_connection(&config)?;
+        schema::migrate(&mut conn, &config.path)?;
+        let readers = Readers::new(config.path.clone(), config.busy_timeout, config.readers);
+        let first_reader =
+            readers.connect().map_err(|source| OpenError::Open { path: config.path.clone(), source })?;
+        readers.put(first_reader);
+        let counters = Arc::new(Counters::default());
+        let writer =
+            Writer::start(conn, config.max_group, Arc::clone(&counters)).map_err(OpenError::Thread)?;
+        Ok(Self { writer, readers: Arc::new(readers), counters, config, _record: PhantomData })
+    }
+
+    /// Opens `path` with the default settings.
+    pub fn open_path(path: impl AsRef<Path>) -> Result<Self, OpenError> {
+        Self::open(SqliteConfig::new(path))
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &SqliteConfig {
+        &self.config
+    }
+
+    /// The group-commit counters since the store was opened.
+    pub fn stats(&self) -> Stats {
+        self.counters.snapshot()
+    }
+
+    /// Deletes the workflows whose [`Retention::RemoveAfter`] delay has passed and the lapsed
+    /// leases; returns how many workflows were deleted. `cleanup` does this too.
+    pub async fn sweep(&self) -> Result<usize, MemoryError> {
+        self.writer
+            .submit("(sweep)", |conn, now| ops::sweep(conn, now).map_err(|e| backend("(sweep)", e)))
+            .await
+    }
+}
+
+impl<R: DeserializeOwned + Send + 'static> SqliteMemory<R> {
+    /// The archived record of workflow `id` ([`Retention::Archive`]), if any.
+    pub async fn archived(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
+        check_id(id)?;
+        read(&self.readers, id, |conn, id| reads::record(conn, id, Tables::Archive)).await
+    }
+
+    /// Up to `limit` archived journal entries of workflow `id` after version `after`, oldest first.
+    pub async fn archived_history(
+        &self,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<JournalRecord<R>>, MemoryError> {
+        check_id(id)?;
+        read(&self.readers, id, move |conn, id| reads::history(conn, id, after, limit, Tables::Archive)).await
+    }
+}
+
+fn encode<T: Serialize + ?Sized>(id: &str, what: &'static str, value: &T) -> Result<String, MemoryError> {
+    serde_json::to_string(value).map_err(|source| backend(id, SqliteError::Encode { what, source }))
+}
+
+fn write_op<R: Serialize>(
+    id: &str,
+    record: &R,
+    prev: Option<u64>,
+    lease: Option<&Lease>,
+    meta: &WriteMeta<'_>,
+) -> Result<ops::WriteOp, MemoryError> {
+    let entry = match &meta.entry {
+        None => None,
+        Some(entry) => Some(ops::EntryRow {
+            at_ms: time::to_ms(entry.at),
+            consumed_event_id: entry.consumed.map(|e| e.id().to_owned()),
+            consumed: entry.consumed.map(|e| encode(id, "consumed event", e)).transpose()?,
+            produced: encode(id, "produced events", entry.produced)?,
+        }),
+    };
+    Ok(ops::WriteOp {
+        id: id.to_owned(),
+        record: encode(id, "record", record)?,
+        prev,
+        lease: lease.map(|l| (l.id.clone(), l.token)),
+        parent_subject: match meta.parent_subject {
+            Materialized::Pending => None,
+            Materialized::Resolved(parent) => Some(parent.map(str::to_owned)),
+        },
+        initiator: match meta.initiator {
+            Materialized::Pending => None,
+            Materialized::Resolved(initiator) => Some(initiator.to_owned()),
+        },
+        source: meta.source.to_owned(),
+        wake_at_ms: meta.wake_at.map(time::to_ms_ceil),
+        entry,
+    })
+}
+
+/// The wait after `delay`: times `backoff` (at least 1), never longer than a lease lasts (nor
+/// a panic on an absurd factor).
+fn next_delay(delay: Duration, backoff: f64, ttl: Duration) -> Duration {
+    let cap = ttl.max(delay);
+    let factor = if backoff.is_finite() { backoff.max(1.0) } else { 1.0 };
+    Duration::try_from_secs_f64(delay.as_secs_f64() * factor).map_or(cap, |next| next.min(cap))
+}
+
+impl<R> Memory<R> for SqliteMemory<R>
+where
+    R: Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
+        check_id(id)?;
+        read(&self.readers, id, |conn, id| reads::record(conn, id, Tables::Live)).await
+    }
+
+    async fn write(
+        &self,
+        id: &str,
+        record: &R,
+        prev: Option<u64>,
+        lease: Option<&Lease>,
+        meta: &WriteMeta<'_>,
+    ) -> Result<u64, MemoryError> {
+        check_id(id)?;
+        let op = write_op(id, record, prev, lease, meta)?;
+        self.writer.submit(id, move |conn, now| ops::write(conn, &op, now)).await
+    }
+
+    async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
+        check_id(id)?;
+        let ttl = self.config.lease_ttl;
+        let mut delay = self.config.retry_delay;
+        for attempt in 0..=self.config.lock_retries {
+            let owned = id.to_owned();
+            let lease = self.writer.submit(id, move |conn, now| ops::lock(conn, &owned, ttl, now)).await?;
+            if lease.is_some() {
+                return Ok(lease);
+            }
+            if attempt < self.config.lock_retries {
+                tokio::time::sleep(delay).await;
+                delay = next_delay(delay, self.config.backoff, ttl);
+            }
+        }
+        Ok(None)
+    }
+
+    async fn unlock(&self, lease: &Lease) -> Result<bool, MemoryError> {
+        check_id(&lease.id)?;
+        let (id, token) = (lease.id.clone(), lease.token);
+        self.writer.submit(&lease.id, move |conn, now| ops::unlock(conn, &id, token, now)).await
+    }
+
+    async fn due(&self, now: SystemTime, limit: usize) -> Result<Vec<Wake>, MemoryError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let now = time::to_ms(now);
+        read(&self.readers, "(due)", move |conn, _| reads::due(conn, now, limit)).await
+    }
+
+    async fn produced(&self, id: &str, event_id: &str) -> Result<Option<Vec<Event>>, MemoryError> {
+        check_id(id)?;
+        let event_id = event_id.to_owned();
+        read(&self.readers, id, move |conn, id| reads::produced(conn, id, &event_id)).await
+    }
+
+    async fn cleanup(&self, id: &str) -> Result<(), MemoryError> {
+        check_id(id)?;
+        let retention = self.config.retention;
+        let owned = id.to_owned();
+        self.writer.submit(id, move |conn, now| ops::cleanup(conn, &owned, retention, now)).await
+    }
+}
+
+impl<R> Journal<R> for SqliteMemory<R>
+where
+    R: Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    async fn history(
+        &self,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<JournalRecord<R>>, MemoryError> {
+        check_id(id)?;
+        read(&self.readers, id, move |conn, id| reads::history(conn, id, after, limit, Tables::Live)).await
+    }
+
+    async fn entry(&self, id: &str, version: u64) -> Result<Option<JournalRecord<R>>, MemoryError> {
+        check_id(id)?;
+        read(&self.readers, id, move |conn, id| reads::entry(conn, id, version)).await
+    }
+
+    async fn children(&self, id: &str) -> Result<Vec<String>, MemoryError> {
+        check_id(id)?;
+        read(&self.readers, id, reads::children).await
+    }
+
+    async fn parent(&self, id: &str) -> Result<Option<String>, MemoryError> {
+        check_id(id)?;
+        read(&self.readers, id, reads::parent).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_backoff_is_bounded_and_never_panics() {
+        let ttl = Duration::from_secs(2);
+        let d = Duration::from_millis(100);
+        assert_eq!(next_delay(d, 1.5, ttl), Duration::from_millis(150));
+        assert_eq!(next_delay(d, 0.5, ttl), d, "a factor below 1 keeps the delay");
+        assert_eq!(next_delay(d, f64::NAN, ttl), d);
+        assert_eq!(next_delay(d, f64::INFINITY, ttl), d);
+        assert_eq!(next_delay(d, 1e300, ttl), ttl, "capped at the lease TTL");
+        assert_eq!(next_delay(Duration::MAX, 2.0, ttl), Duration::MAX, "never shorter than the delay given");
+    }
+
+    #[test]
+    fn times_round_trip_and_wake_ups_round_up() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+        assert_eq!(time::from_ms("t", time::to_ms(t)).ok(), Some(t));
+        let later = t + Duration::from_micros(1);
+        assert_eq!(time::to_ms_ceil(later), time::to_ms(t) + 1);
+        assert_eq!(time::to_ms_ceil(t), time::to_ms(t));
+        let before = SystemTime::UNIX_EPOCH - Duration::from_millis(5);
+        assert_eq!(time::from_ms("t", time::to_ms(before)).ok(), Some(before));
+    }
+}

@@ -1,0 +1,239 @@
+//! Read connections: a small pool used from `tokio::task::spawn_blocking`, so reads never block
+//! the async runtime nor wait behind the writer (WAL readers see the last commit).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use orchestrator::event::Event;
+use orchestrator::memory::{JournalRecord, MemoryError, Stored, Wake};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::de::DeserializeOwned;
+
+use crate::error::{SqliteError, backend};
+use crate::time::from_ms;
+
+/// The pool of idle read connections.
+pub(crate) struct Readers {
+    path: PathBuf,
+    busy_timeout: Duration,
+    idle: Mutex<Vec<Connection>>,
+    max_idle: usize,
+}
+
+impl Readers {
+    pub(crate) fn new(path: PathBuf, busy_timeout: Duration, max_idle: usize) -> Self {
+        Self { path, busy_timeout, idle: Mutex::new(Vec::new()), max_idle }
+    }
+
+    /// Opens a read connection.
+    pub(crate) fn connect(&self) -> rusqlite::Result<Connection> {
+        let conn = Connection::open(&self.path)?;
+        conn.busy_timeout(self.busy_timeout)?;
+        conn.pragma_update(None, "query_only", true)?;
+        Ok(conn)
+    }
+
+    /// Keeps `conn` for later reads.
+    pub(crate) fn put(&self, conn: Connection) {
+        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() < self.max_idle {
+            idle.push(conn);
+        }
+    }
+
+    fn with<T>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&Connection) -> Result<T, MemoryError>,
+    ) -> Result<T, MemoryError> {
+        let pooled = self.idle.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let conn = match pooled {
+            Some(conn) => conn,
+            None => self.connect().map_err(|e| backend(id, e))?,
+        };
+        let result = f(&conn);
+        self.put(conn);
+        result
+    }
+}
+
+/// Runs `f` on a read connection of `readers`, off the async runtime.
+pub(crate) async fn read<T, F>(readers: &Arc<Readers>, id: &str, f: F) -> Result<T, MemoryError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Connection, &str) -> Result<T, MemoryError> + Send + 'static,
+{
+    let readers = Arc::clone(readers);
+    let owned = id.to_owned();
+    tokio::task::spawn_blocking(move || readers.with(&owned, |conn| f(conn, &owned)))
+        .await
+        .map_err(|e| backend(id, SqliteError::ReadTask(e.to_string())))?
+}
+
+fn sql(id: &str) -> impl Fn(rusqlite::Error) -> MemoryError + '_ {
+    move |e| backend(id, SqliteError::Sqlite(e))
+}
+
+fn decode<T: DeserializeOwned>(
+    id: &str,
+    what: &'static str,
+    version: i64,
+    json: &str,
+) -> Result<T, MemoryError> {
+    serde_json::from_str(json).map_err(|source| backend(id, SqliteError::Decode { what, version, source }))
+}
+
+fn version(id: &str, raw: i64) -> Result<u64, MemoryError> {
+    u64::try_from(raw).map_err(|_| backend(id, SqliteError::Invalid { what: "version", value: raw }))
+}
+
+/// Which tables to read: the live ones or the archive.
+#[derive(Clone, Copy)]
+pub(crate) enum Tables {
+    Live,
+    Archive,
+}
+
+impl Tables {
+    fn workflows(self) -> &'static str {
+        match self {
+            Self::Live => "SELECT version, record FROM workflows WHERE id = ?1",
+            Self::Archive => "SELECT version, record FROM workflows_archive WHERE id = ?1",
+        }
+    }
+
+    fn history(self) -> &'static str {
+        match self {
+            Self::Live => {
+                "SELECT version, at_ms, consumed, produced, record FROM journal \
+                 WHERE id = ?1 AND version > ?2 ORDER BY version LIMIT ?3"
+            }
+            Self::Archive => {
+                "SELECT version, at_ms, consumed, produced, record FROM journal_archive \
+                 WHERE id = ?1 AND version > ?2 ORDER BY version LIMIT ?3"
+            }
+        }
+    }
+}
+
+/// The record of `id`.
+pub(crate) fn record<R: DeserializeOwned>(
+    conn: &Connection,
+    id: &str,
+    tables: Tables,
+) -> Result<Option<Stored<R>>, MemoryError> {
+    let row: Option<(i64, String)> = conn
+        .prepare_cached(tables.workflows())
+        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .map_err(sql(id))?;
+    let Some((v, json)) = row else { return Ok(None) };
+    Ok(Some(Stored { record: decode(id, "record", v, &json)?, version: version(id, v)? }))
+}
+
+/// Workflows due at or before `now`, earliest first.
+pub(crate) fn due(conn: &Connection, now: i64, limit: usize) -> Result<Vec<Wake>, MemoryError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows: Vec<(String, i64)> = conn
+        .prepare_cached(
+            "SELECT id, wake_at_ms FROM workflows WHERE wake_at_ms IS NOT NULL AND wake_at_ms <= ?1 \
+             ORDER BY wake_at_ms, id LIMIT ?2",
+        )
+        .and_then(|mut s| {
+            s.query_map(params![now, limit], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()
+        })
+        .map_err(sql("(due)"))?;
+    rows.into_iter()
+        .map(|(id, at)| match from_ms("wake-up time", at) {
+            Ok(at) => Ok(Wake { id, at }),
+            Err(e) => Err(backend(&id, e)),
+        })
+        .collect()
+}
+
+/// The events produced when `id` consumed `event_id`.
+pub(crate) fn produced(
+    conn: &Connection,
+    id: &str,
+    event_id: &str,
+) -> Result<Option<Vec<Event>>, MemoryError> {
+    let row: Option<(i64, String)> = conn
+        .prepare_cached(
+            // Without statistics the planner would rather scan the workflow's journal by primary key.
+            "SELECT version, produced FROM journal INDEXED BY journal_consumed \
+             WHERE id = ?1 AND consumed_event_id = ?2 ORDER BY version LIMIT 1",
+        )
+        .and_then(|mut s| s.query_row([id, event_id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .map_err(sql(id))?;
+    row.map(|(v, json)| decode(id, "produced events", v, &json)).transpose()
+}
+
+type JournalRow = (i64, i64, Option<String>, String, String);
+
+fn journal_record<R: DeserializeOwned>(id: &str, row: JournalRow) -> Result<JournalRecord<R>, MemoryError> {
+    let (v, at, consumed, produced, record) = row;
+    Ok(JournalRecord {
+        version: version(id, v)?,
+        at: from_ms("journal time", at).map_err(|e| backend(id, e))?,
+        consumed: consumed.map(|json| decode(id, "consumed event", v, &json)).transpose()?,
+        produced: decode(id, "produced events", v, &produced)?,
+        record: decode(id, "journaled record", v, &record)?,
+    })
+}
+
+/// Journal entries of `id` after version `after`, oldest first.
+pub(crate) fn history<R: DeserializeOwned>(
+    conn: &Connection,
+    id: &str,
+    after: u64,
+    limit: usize,
+    tables: Tables,
+) -> Result<Vec<JournalRecord<R>>, MemoryError> {
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows: Vec<JournalRow> = conn
+        .prepare_cached(tables.history())
+        .and_then(|mut s| {
+            s.query_map(params![id, after, limit], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })?
+            .collect::<Result<_, _>>()
+        })
+        .map_err(sql(id))?;
+    rows.into_iter().map(|row| journal_record(id, row)).collect()
+}
+
+/// The journal entry of `id` at `version`.
+pub(crate) fn entry<R: DeserializeOwned>(
+    conn: &Connection,
+    id: &str,
+    version: u64,
+) -> Result<Option<JournalRecord<R>>, MemoryError> {
+    let Ok(version) = i64::try_from(version) else { return Ok(None) };
+    let row: Option<JournalRow> = conn
+        .prepare_cached(
+            "SELECT version, at_ms, consumed, produced, record FROM journal WHERE id = ?1 AND version = ?2",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![id, version], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+                .optional()
+        })
+        .map_err(sql(id))?;
+    row.map(|row| journal_record(id, row)).transpose()
+}
+
+/// The workflows whose parent is `id`, in start order.
+pub(crate) fn children(conn: &Connection, id: &str) -> Result<Vec<String>, MemoryError> {
+    conn.prepare_cached("SELECT id FROM workflows WHERE parent_subject = ?1 ORDER BY seq")
+        .and_then(|mut s| s.query_map([id], |r| r.get(0))?.collect::<Result<_, _>>())
+        .map_err(sql(id))
+}
+
+/// The parent of `id`.
+pub(crate) fn parent(conn: &Connection, id: &str) -> Result<Option<String>, MemoryError> {
+    let row: Option<Option<String>> = conn
+        .prepare_cached("SELECT parent_subject FROM workflows WHERE id = ?1")
+        .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
+        .map_err(sql(id))?;
+    Ok(row.flatten())
+}

@@ -1,0 +1,117 @@
+//! The schema and its versioned migrations (`PRAGMA user_version`).
+//!
+//! Each step of [`MIGRATIONS`] moves the schema one version up; a database at version `n` gets
+//! the steps `n + 1 ..` in one `BEGIN IMMEDIATE` transaction (so two processes opening a new file
+//! at once migrate it once). A database at a version above [`SCHEMA_VERSION`] is refused.
+
+use std::path::Path;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::OpenError;
+
+/// Version 1: workflows with their wake-up index, the journal, leases, the fencing counter and
+/// the archive.
+const V1: &str = "
+CREATE TABLE workflows (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    version INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    parent_subject TEXT,
+    initiator TEXT,
+    source TEXT NOT NULL,
+    wake_at_ms INTEGER,
+    remove_at_ms INTEGER,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL
+);
+CREATE INDEX workflows_wake ON workflows (wake_at_ms, id) WHERE wake_at_ms IS NOT NULL;
+CREATE INDEX workflows_parent ON workflows (parent_subject, seq) WHERE parent_subject IS NOT NULL;
+CREATE INDEX workflows_remove ON workflows (remove_at_ms) WHERE remove_at_ms IS NOT NULL;
+
+CREATE TABLE journal (
+    id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    at_ms INTEGER NOT NULL,
+    consumed_event_id TEXT,
+    consumed TEXT,
+    produced TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (id, version)
+) WITHOUT ROWID;
+CREATE INDEX journal_consumed ON journal (id, consumed_event_id) WHERE consumed_event_id IS NOT NULL;
+
+CREATE TABLE leases (
+    id TEXT PRIMARY KEY NOT NULL,
+    token INTEGER NOT NULL,
+    expires_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE counters (
+    name TEXT PRIMARY KEY NOT NULL,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO counters (name, value) VALUES ('fencing_token', 0);
+
+CREATE TABLE workflows_archive (
+    id TEXT PRIMARY KEY NOT NULL,
+    version INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    parent_subject TEXT,
+    initiator TEXT,
+    source TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    archived_at_ms INTEGER NOT NULL
+);
+CREATE TABLE journal_archive (
+    id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    at_ms INTEGER NOT NULL,
+    consumed_event_id TEXT,
+    consumed TEXT,
+    produced TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (id, version)
+) WITHOUT ROWID;
+";
+
+/// The migration steps, oldest first: step `i` leads to version `i + 1`.
+pub(crate) const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this library writes and reads.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the database to [`SCHEMA_VERSION`], or refuses a newer one.
+pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenError> {
+    let open = |source| OpenError::Open { path: path.to_path_buf(), source };
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(open)?;
+    let found: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0)).map_err(open)?;
+    if found > SCHEMA_VERSION {
+        return Err(OpenError::NewerSchema { path: path.to_path_buf(), found, supported: SCHEMA_VERSION });
+    }
+    let Ok(from) = usize::try_from(found) else {
+        return Err(OpenError::InvalidSchema { path: path.to_path_buf(), found });
+    };
+    if from == MIGRATIONS.len() {
+        return Ok(());
+    }
+    for (version, step) in (1i64..).zip(MIGRATIONS).skip(from) {
+        tx.execute_batch(step).map_err(|source| OpenError::Migration {
+            path: path.to_path_buf(),
+            version,
+            source,
+        })?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(|source| OpenError::Migration {
+        path: path.to_path_buf(),
+        version: SCHEMA_VERSION,
+        source,
+    })?;
+    tx.commit().map_err(|source| OpenError::Migration {
+        path: path.to_path_buf(),
+        version: SCHEMA_VERSION,
+        source,
+    })
+}

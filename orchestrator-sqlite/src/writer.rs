@@ -1,0 +1,210 @@
+//! The writer thread: it owns the write connection and commits queued operations in groups.
+//!
+//! Callers queue an operation (a closure run against the connection) and await its answer on a
+//! oneshot channel. The thread takes the first queued operation, drains every other one already
+//! queued (up to `max_group`), runs them in one `BEGIN IMMEDIATE` transaction, each inside its own
+//! savepoint (a failing operation rolls back only itself), commits once, and only then answers
+//! every caller of the group.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::thread::JoinHandle;
+
+use orchestrator::memory::MemoryError;
+use rusqlite::{Connection, TransactionBehavior};
+use tokio::sync::oneshot;
+
+use crate::error::{SqliteError, backend};
+use crate::time::now_ms;
+
+/// Group-commit counters of one store (see [`crate::SqliteMemory::stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// Group transactions committed.
+    pub transactions: u64,
+    /// Operations (writes, locks, unlocks, cleanups) answered after a successful commit,
+    /// including those that failed on their own (a CAS conflict, a stale lease).
+    pub operations: u64,
+    /// Group transactions that could not begin or commit (every operation in them failed).
+    pub failed_transactions: u64,
+    /// The most operations committed in one transaction.
+    pub largest_group: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    transactions: AtomicU64,
+    operations: AtomicU64,
+    failed_transactions: AtomicU64,
+    largest_group: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self) -> Stats {
+        Stats {
+            transactions: self.transactions.load(Ordering::Relaxed),
+            operations: self.operations.load(Ordering::Relaxed),
+            failed_transactions: self.failed_transactions.load(Ordering::Relaxed),
+            largest_group: self.largest_group.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// What runs on the writer connection: gets the connection and the current time (ms since the
+/// Unix epoch).
+type Work<T> = Box<dyn FnOnce(&Connection, i64) -> Result<T, MemoryError> + Send>;
+
+/// A queued operation, its result once run, and the caller to answer.
+struct Op<T> {
+    id: String,
+    work: Option<Work<T>>,
+    result: Option<Result<T, MemoryError>>,
+    reply: oneshot::Sender<Result<T, MemoryError>>,
+}
+
+/// An operation with its result type erased, as the writer handles it.
+trait Queued: Send {
+    /// Runs the operation; true when it succeeded (its savepoint is to be released).
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// The group failed: an operation that had not failed on its own fails with `source`.
+    fn fail(&mut self, stage: &'static str, source: &Arc<rusqlite::Error>);
+    /// Answers the caller.
+    fn answer(self: Box<Self>);
+}
+
+impl<T: Send> Queued for Op<T> {
+    fn run(&mut self, conn: &Connection) -> bool {
+        let result = match self.work.take() {
+            Some(work) => work(conn, now_ms()),
+            None => Err(backend(&self.id, SqliteError::WriterGone)),
+        };
+        let ok = result.is_ok();
+        self.result = Some(result);
+        ok
+    }
+
+    fn fail(&mut self, stage: &'static str, source: &Arc<rusqlite::Error>) {
+        if !matches!(self.result, Some(Err(_))) {
+            self.result =
+                Some(Err(backend(&self.id, SqliteError::Group { stage, source: Arc::clone(source) })));
+        }
+    }
+
+    fn answer(self: Box<Self>) {
+        let result = self.result.unwrap_or_else(|| Err(backend(&self.id, SqliteError::WriterGone)));
+        // The caller may have given up waiting (its future was dropped): nothing to do then.
+        let _ = self.reply.send(result);
+    }
+}
+
+/// The handle on the writer thread.
+pub(crate) struct Writer {
+    queue: Option<Sender<Box<dyn Queued>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Writer {
+    /// Starts the writer thread on `conn`.
+    pub(crate) fn start(
+        conn: Connection,
+        max_group: usize,
+        counters: Arc<Counters>,
+    ) -> Result<Self, std::io::Error> {
+        let (queue, inbox) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("orchestrator-sqlite-writer".to_owned())
+            .spawn(move || writer_loop(conn, &inbox, max_group.max(1), &counters))?;
+        Ok(Self { queue: Some(queue), thread: Some(thread) })
+    }
+
+    /// Queues `work` for workflow `id` and waits for its answer, which comes once the group it
+    /// ran in has committed.
+    pub(crate) async fn submit<T, F>(&self, id: &str, work: F) -> Result<T, MemoryError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, i64) -> Result<T, MemoryError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let op = Op { id: id.to_owned(), work: Some(Box::new(work)), result: None, reply };
+        let queue = self.queue.as_ref().ok_or_else(|| backend(id, SqliteError::WriterGone))?;
+        queue.send(Box::new(op)).map_err(|_| backend(id, SqliteError::WriterGone))?;
+        answer.await.map_err(|_| backend(id, SqliteError::WriterGone))?
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Closing the queue stops the thread once it has answered what was queued; joining it
+        // closes the write connection (checkpointing the WAL) before the store is gone.
+        self.queue = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn writer_loop(
+    mut conn: Connection,
+    inbox: &Receiver<Box<dyn Queued>>,
+    max_group: usize,
+    counters: &Counters,
+) {
+    while let Ok(first) = inbox.recv() {
+        let mut group = vec![first];
+        while group.len() < max_group {
+            match inbox.try_recv() {
+                Ok(op) => group.push(op),
+                Err(_) => break,
+            }
+        }
+        run_group(&mut conn, &mut group, counters);
+        for op in group {
+            op.answer();
+        }
+    }
+}
+
+/// Runs `group` in one transaction; each operation's result is set (failed if the group failed).
+fn run_group(conn: &mut Connection, group: &mut [Box<dyn Queued>], counters: &Counters) {
+    let failed = |group: &mut [Box<dyn Queued>], stage, error| {
+        let error = Arc::new(error);
+        for op in group.iter_mut() {
+            op.fail(stage, &error);
+        }
+        counters.failed_transactions.fetch_add(1, Ordering::Relaxed);
+    };
+    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(error) => return failed(group, "begin", error),
+    };
+    let mut broken = None;
+    for op in group.iter_mut() {
+        let outcome = tx.savepoint().and_then(|mut savepoint| {
+            if op.run(&savepoint) {
+                savepoint.commit()
+            } else {
+                // Undo what the failed operation did, keep the others.
+                savepoint.rollback().and_then(|()| savepoint.finish())
+            }
+        });
+        if let Err(error) = outcome {
+            broken = Some(error);
+            break;
+        }
+    }
+    if let Some(error) = broken {
+        // The transaction can no longer be trusted: roll it all back.
+        drop(tx);
+        return failed(group, "keep apart the operations of", error);
+    }
+    match tx.commit() {
+        Ok(()) => {
+            let n = group.len() as u64;
+            counters.transactions.fetch_add(1, Ordering::Relaxed);
+            counters.operations.fetch_add(n, Ordering::Relaxed);
+            counters.largest_group.fetch_max(n, Ordering::Relaxed);
+        }
+        Err(error) => failed(group, "commit", error),
+    }
+}

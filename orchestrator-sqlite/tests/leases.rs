@@ -1,0 +1,91 @@
+//! Leases in one process: bounded denial, fencing, and the indexes the hot queries use.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::store;
+use orchestrator::memory::{Lease, Memory, MemoryError, WriteMeta};
+use orchestrator_sqlite::{Retention, SqliteConfig};
+
+#[tokio::test]
+async fn a_held_lease_is_denied_after_bounded_retries_with_backoff() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = SqliteConfig::new(dir.path().join("l.db"))
+        .lock_retries(3, Duration::from_millis(20), 2.0)
+        .open::<String>()
+        .unwrap();
+    let held = m.lock("x").await.unwrap().unwrap();
+    let started = Instant::now();
+    assert!(m.lock("x").await.unwrap().is_none(), "denied is Ok(None)");
+    let elapsed = started.elapsed();
+    // 20 + 40 + 80 ms of backoff, then denied: bounded, not a hang.
+    assert!(elapsed >= Duration::from_millis(140), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    assert!(m.unlock(&held).await.unwrap());
+}
+
+#[tokio::test]
+async fn tokens_are_fenced_per_workflow_and_grow_globally() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = store(&dir.path().join("t.db"), Duration::from_secs(60), Retention::Remove);
+    let mut last = 0;
+    for id in ["a", "b", "a", "c", "b"] {
+        let lease = m.lock(id).await.unwrap().unwrap();
+        assert!(lease.token > last, "{} after {last}", lease.token);
+        last = lease.token;
+        m.unlock(&lease).await.unwrap();
+    }
+    // A lease of another workflow cannot write this one.
+    let a = m.lock("a").await.unwrap().unwrap();
+    let b = m.lock("b").await.unwrap().unwrap();
+    let wrong = Lease { id: "b".to_owned(), ..a.clone() };
+    assert!(matches!(
+        m.write("a", &"x".into(), None, Some(&wrong), &WriteMeta::new("a", "s")).await,
+        Err(MemoryError::StaleLease { .. })
+    ));
+    assert!(matches!(
+        m.write("a", &"x".into(), None, Some(&b), &WriteMeta::new("a", "s")).await,
+        Err(MemoryError::StaleLease { .. })
+    ));
+    m.write("a", &"x".into(), None, Some(&a), &WriteMeta::new("a", "s")).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_expired_lease_cannot_write_even_if_nobody_took_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = store(&dir.path().join("e.db"), Duration::from_millis(50), Retention::Keep);
+    let lease = m.lock("wf").await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    assert!(matches!(
+        m.write("wf", &"late".into(), None, Some(&lease), &WriteMeta::new("wf", "s")).await,
+        Err(MemoryError::StaleLease { .. })
+    ));
+    assert!(!m.unlock(&lease).await.unwrap(), "releasing an expired lease reports false");
+}
+
+#[test]
+fn the_hot_queries_use_their_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    drop(SqliteConfig::new(&path).open::<String>().unwrap());
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let plan = |sql: &str| -> String {
+        let mut stmt = raw.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let rows: Vec<String> =
+            stmt.query_map([], |r| r.get::<_, String>(3)).unwrap().map(Result::unwrap).collect();
+        rows.join("; ")
+    };
+    let due = plan(
+        "SELECT id, wake_at_ms FROM workflows WHERE wake_at_ms IS NOT NULL AND wake_at_ms <= 5 \
+         ORDER BY wake_at_ms, id LIMIT 10",
+    );
+    assert!(due.contains("workflows_wake") && !due.contains("TEMP B-TREE"), "{due}");
+    let produced = plan(
+        "SELECT version, produced FROM journal INDEXED BY journal_consumed \
+         WHERE id = 'a' AND consumed_event_id = 'e' ORDER BY version LIMIT 1",
+    );
+    assert!(produced.contains("journal_consumed") && !produced.contains("TEMP B-TREE"), "{produced}");
+    let children = plan("SELECT id FROM workflows WHERE parent_subject = 'p' ORDER BY seq");
+    assert!(children.contains("workflows_parent") && !children.contains("TEMP B-TREE"), "{children}");
+}
