@@ -247,13 +247,12 @@ impl MachineState {
                 return Err(StateCodecError::Invalid("timers out of order"));
             }
             prev = Some((t.due_ms, t.seq));
-            if let TimerKind::After { state, index } = &t.kind {
-                if state.index() >= chart.len()
+            if let TimerKind::After { state, index } = &t.kind
+                && (state.index() >= chart.len()
                     || usize::from(*index) >= chart.state(*state).after.len()
-                    || !self.active.contains(*state)
-                {
-                    return Err(StateCodecError::Invalid("after timer of an inactive or unknown state"));
-                }
+                    || !self.active.contains(*state))
+            {
+                return Err(StateCodecError::Invalid("after timer of an inactive or unknown state"));
             }
         }
         Ok(())

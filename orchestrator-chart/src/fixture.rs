@@ -107,10 +107,10 @@ impl fmt::Display for Mismatch {
                 }
             }
         }
-        if let Some(done) = self.expected.done {
-            if done != self.observed.done {
-                parts.push(format!("done: expected {done} got {}", self.observed.done));
-            }
+        if let Some(done) = self.expected.done
+            && done != self.observed.done
+        {
+            parts.push(format!("done: expected {done} got {}", self.observed.done));
         }
         if parts.is_empty() {
             parts.push(format!("got {}", fmt_list(&self.observed.active)));
@@ -242,10 +242,10 @@ impl Expectation {
                 return false;
             }
         }
-        if let Some(ctx) = &self.context {
-            if !ctx.iter().all(|(k, v)| values_equal(v, obs.context.get(k).unwrap_or(&Value::Null))) {
-                return false;
-            }
+        if let Some(ctx) = &self.context
+            && !ctx.iter().all(|(k, v)| values_equal(v, obs.context.get(k).unwrap_or(&Value::Null)))
+        {
+            return false;
         }
         self.done.is_none_or(|d| d == obs.done)
     }

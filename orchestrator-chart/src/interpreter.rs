@@ -587,10 +587,10 @@ impl<H: Host> Core<H> {
     }
 
     fn exec(&mut self, _chart: &Chart, action: &Action, ev: &EventRef<'_>) {
-        if let Some(g) = &action.guard {
-            if !eval_guard(&mut self.host, &self.context, &self.state.active, g, ev) {
-                return;
-            }
+        if let Some(g) = &action.guard
+            && !eval_guard(&mut self.host, &self.context, &self.state.active, g, ev)
+        {
+            return;
         }
         match &action.kind {
             ActionKind::Raise(event) => {
@@ -800,16 +800,16 @@ impl<H: Host> Core<H> {
                 let due = self.state.now_ms.saturating_add(timer.delay_ms);
                 self.state.schedule(due, TimerKind::After { state: x, index: index as u16 });
             }
-            if default_entry.contains(x) {
-                if let Some(init) = &st.initial {
-                    self.exec_all(chart, &init.actions, ev);
-                }
+            if default_entry.contains(x)
+                && let Some(init) = &st.initial
+            {
+                self.exec_all(chart, &init.actions, ev);
             }
             for &h in st.history_children.iter() {
-                if default_history.contains(h) {
-                    if let Some(d) = &chart.state(h).history_default {
-                        self.exec_all(chart, &d.actions, ev);
-                    }
+                if default_history.contains(h)
+                    && let Some(d) = &chart.state(h).history_default
+                {
+                    self.exec_all(chart, &d.actions, ev);
                 }
             }
             if st.kind == StateKind::Final {

@@ -409,10 +409,10 @@ impl Chart {
         }
         for s in set.iter() {
             let st = self.state(s);
-            if let Some(p) = st.parent {
-                if !set.contains(p) {
-                    return false;
-                }
+            if let Some(p) = st.parent
+                && !set.contains(p)
+            {
+                return false;
             }
             match st.kind {
                 StateKind::History { .. } => return false,

@@ -316,10 +316,10 @@ impl<'c> Reference<'c> {
 
     fn exec(&mut self, actions: &[Action]) {
         for a in actions {
-            if let Some(g) = &a.guard {
-                if !self.guard(g) {
-                    continue;
-                }
+            if let Some(g) = &a.guard
+                && !self.guard(g)
+            {
+                continue;
             }
             match &a.kind {
                 ActionKind::Custom(id) => self.log.push(id.0),
@@ -610,15 +610,15 @@ impl<'c> Reference<'c> {
             add(&mut self.configuration, s);
             let st = self.chart.state(s);
             self.exec(st.entry());
-            if default_entry.contains(&s) {
-                if let Some(i) = st.initial() {
-                    self.exec(i.actions());
-                }
+            if default_entry.contains(&s)
+                && let Some(i) = st.initial()
+            {
+                self.exec(i.actions());
             }
-            if let Some(h) = default_history.get(&s) {
-                if let Some(d) = self.chart.state(*h).history_default() {
-                    self.exec(d.actions());
-                }
+            if let Some(h) = default_history.get(&s)
+                && let Some(d) = self.chart.state(*h).history_default()
+            {
+                self.exec(d.actions());
             }
             if st.kind() == StateKind::Final {
                 let parent = st.parent().unwrap_or(StateId::ROOT);

@@ -471,11 +471,11 @@ fn back_node(node: &mut Map<String, Value>, id: &str) {
             }
         }
     }
-    if let Some(Value::Object(init)) = node.get_mut("initial") {
-        if let Some(a) = init.get("actions") {
-            let a = back_actions(a, id);
-            init.insert("actions".into(), a);
-        }
+    if let Some(Value::Object(init)) = node.get_mut("initial")
+        && let Some(a) = init.get("actions")
+    {
+        let a = back_actions(a, id);
+        init.insert("actions".into(), a);
     }
     for key in ["entry", "exit", "actions"] {
         if let Some(a) = node.get(key) {

@@ -120,13 +120,14 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliEr
     let memory = open(&args.db)?;
     let rt = runtime()?;
     let known = known_orchestrator(subject.orchestrator_name());
+    let rerun = known.is_some();
     let replayed: Replayed = match known {
         Some(orchestrator) => rt
             .block_on(orchestrator.lifecycle().replay(&memory, &args.subject, until, args.from))
             .map_err(|e| CliError::Input(e.to_string()))?,
         None => {
             let entries = rt.block_on(read_all(&memory, &args.subject))?;
-            let last = entries.iter().filter(|e| until_includes(until, e)).next_back().ok_or_else(|| {
+            let last = entries.iter().rfind(|e| until_includes(until, e)).ok_or_else(|| {
                 CliError::Input(format!("no journal entry of workflow {} in that range", args.subject))
             })?;
             Replayed {
@@ -139,7 +140,7 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliEr
             }
         }
     };
-    let how = if known.is_some() {
+    let how = if rerun {
         format!("re-ran {} execution(s); every step matched the journal", replayed.steps)
     } else {
         format!(

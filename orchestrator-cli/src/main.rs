@@ -11,6 +11,9 @@
 //!   documents (Arvo's `toJsonSchema()`).
 //! - `orchestrator chart check|simulate|export`: run statechart conformance fixtures, simulate a
 //!   JSON chart, export a chart as XState JSON, Mermaid or Graphviz DOT.
+//! - `orchestrator history DB SUBJECT`: a workflow's journal in a SQLite store, as a timeline;
+//! - `orchestrator replay DB SUBJECT --until N`: the workflow's state rebuilt at a position,
+//!   re-running the orchestrator when the tool knows it (the example workflows).
 //!
 //! Results go to stdout; errors go to stderr after `error: `. The exit status is 0 on success,
 //! 1 for invalid input and 2 for usage errors.
@@ -19,6 +22,7 @@ mod chart_cmd;
 mod contract_cmd;
 mod error;
 mod event_cmd;
+mod journal_cmd;
 mod output;
 mod subject_cmd;
 
@@ -66,7 +70,18 @@ enum Command {
     /// Run statechart fixtures, simulate a JSON chart, export a chart.
     #[command(subcommand, after_help = CHART_EXAMPLES)]
     Chart(ChartCommand),
+    /// Print a workflow's journal (its history) from a SQLite store.
+    #[command(after_help = JOURNAL_EXAMPLES)]
+    History(journal_cmd::HistoryArgs),
+    /// Rebuild a workflow's state at a journal position or time from a SQLite store.
+    #[command(after_help = JOURNAL_EXAMPLES)]
+    Replay(journal_cmd::ReplayArgs),
 }
+
+const JOURNAL_EXAMPLES: &str = "\
+Examples:
+  orchestrator history orchestrator-data/quickstart.sqlite \"$SUBJECT\"
+  orchestrator replay orchestrator-data/quickstart.sqlite \"$SUBJECT\" --until 2";
 
 const SUBJECT_EXAMPLES: &str = "\
 Examples:
@@ -97,6 +112,8 @@ fn run(cli: &Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<(), CliEr
         Command::Event(command) => event_cmd::run(command, stdin, out)?,
         Command::Contract(command) => contract_cmd::run(command, out)?,
         Command::Chart(command) => chart_cmd::run(command, out)?,
+        Command::History(args) => journal_cmd::history(args, out)?,
+        Command::Replay(args) => journal_cmd::replay(args, out)?,
     }
     out.flush().map_err(CliError::output)
 }

@@ -29,7 +29,8 @@ impl Synchronous {
 /// What [`orchestrator::memory::Memory::cleanup`] does with a finished workflow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Retention {
-    /// Keep its record and journal (for inspection; the database grows with finished workflows).
+    /// Keep its record and journal (the default: every workflow keeps a queryable history; the
+    /// database grows with finished workflows).
     Keep,
     /// Delete its record and journal at once. A late redelivery of one of its events then finds
     /// nothing to replay.
@@ -92,7 +93,7 @@ impl SqliteConfig {
             lock_retries: 3,
             retry_delay: Duration::from_millis(100),
             backoff: 1.5,
-            retention: Retention::Remove,
+            retention: Retention::Keep,
             busy_timeout: Duration::from_secs(5),
             max_group: 1024,
             readers: 4,

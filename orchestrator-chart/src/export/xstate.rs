@@ -53,10 +53,8 @@ pub fn with_context(machine: Value, context: &Map<String, Value>) -> Value {
             for (k, v) in m {
                 let is_id = k == "id";
                 out.insert(k, v);
-                if is_id {
-                    if let Some(c) = context.take() {
-                        out.insert("context".into(), Value::Object(c));
-                    }
+                if is_id && let Some(c) = context.take() {
+                    out.insert("context".into(), Value::Object(c));
                 }
             }
             if let Some(c) = context {
@@ -139,27 +137,27 @@ impl XState<'_> {
                 return;
             }
         }
-        if let Some(init) = st.initial() {
-            if let Some(first) = init.targets().first() {
-                let key = self.child_toward(s, *first);
-                let value = if init.actions().is_empty() {
-                    Value::from(key)
-                } else {
-                    json!({ "target": key, "actions": self.actions(init.actions()) })
-                };
-                obj.insert("initial".into(), value);
-                if init.targets().len() != 1 || self.chart.state(*first).parent() != Some(s) {
-                    meta.insert(
-                        "initial".into(),
-                        init.targets().iter().map(|t| Value::from(self.target(*t))).collect(),
-                    );
-                    meta.insert(
-                        "note".into(),
-                        "XState's `initial` names one child; the deep / multi-target initial \
+        if let Some(init) = st.initial()
+            && let Some(first) = init.targets().first()
+        {
+            let key = self.child_toward(s, *first);
+            let value = if init.actions().is_empty() {
+                Value::from(key)
+            } else {
+                json!({ "target": key, "actions": self.actions(init.actions()) })
+            };
+            obj.insert("initial".into(), value);
+            if init.targets().len() != 1 || self.chart.state(*first).parent() != Some(s) {
+                meta.insert(
+                    "initial".into(),
+                    init.targets().iter().map(|t| Value::from(self.target(*t))).collect(),
+                );
+                meta.insert(
+                    "note".into(),
+                    "XState's `initial` names one child; the deep / multi-target initial \
                          configuration is `meta.initial`"
-                            .into(),
-                    );
-                }
+                        .into(),
+                );
             }
         }
         if !st.entry().is_empty() {

@@ -103,15 +103,15 @@ pub(crate) fn walk<S: Sink>(model: &Model, patches: &Patches, sink: &mut S) {
     }
     for (i, node) in model.nodes.iter().enumerate() {
         let Some(r) = refs[i] else { continue };
-        if let Some(targets) = &node.initial {
-            if !patches.initial.contains(&i) {
-                sink.set_initial(r, i, &targets.iter().collect::<Vec<_>>());
-            }
+        if let Some(targets) = &node.initial
+            && !patches.initial.contains(&i)
+        {
+            sink.set_initial(r, i, &targets.iter().collect::<Vec<_>>());
         }
-        if let Some((targets, actions)) = &node.history_default {
-            if !patches.history_default.contains(&i) {
-                sink.set_history_default(r, i, &targets.iter().collect::<Vec<_>>(), actions);
-            }
+        if let Some((targets, actions)) = &node.history_default
+            && !patches.history_default.contains(&i)
+        {
+            sink.set_history_default(r, i, &targets.iter().collect::<Vec<_>>(), actions);
         }
         for a in &node.entry {
             sink.add_entry(r, i, a);

@@ -615,11 +615,11 @@ impl Lowerer<'_> {
                         }
                     },
                 };
-                if let Some(id) = &id {
-                    if id.value().is_empty() {
-                        self.cx.error_spanned_by(id, "a `send` id cannot be empty");
-                        return None;
-                    }
+                if let Some(id) = &id
+                    && id.value().is_empty()
+                {
+                    self.cx.error_spanned_by(id, "a `send` id cannot be empty");
+                    return None;
                 }
                 ok.then_some(Act::Send { event, delay, id })
             }

@@ -304,10 +304,10 @@ pub(crate) struct MemorySpan(Option<BoxedSpan>);
 impl MemorySpan {
     /// Sets `arvo.memory.record.bytes` to the JSON size of `record` (only computed when recording).
     pub(crate) fn record_bytes<T: serde::Serialize>(&mut self, record: Option<&T>) {
-        if let (Some(span), Some(record)) = (&mut self.0, record) {
-            if let Ok(bytes) = serde_json::to_vec(record) {
-                span.set_attribute(KeyValue::new(attr::MEMORY_RECORD_BYTES, bytes.len() as i64));
-            }
+        if let (Some(span), Some(record)) = (&mut self.0, record)
+            && let Ok(bytes) = serde_json::to_vec(record)
+        {
+            span.set_attribute(KeyValue::new(attr::MEMORY_RECORD_BYTES, bytes.len() as i64));
         }
     }
 
