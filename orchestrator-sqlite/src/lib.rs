@@ -122,7 +122,16 @@ fn open_connection(config: &SqliteConfig) -> Result<Connection, OpenError> {
         return Err(OpenError::NoWal { path: config.path.clone(), mode });
     }
     conn.pragma_update(None, "synchronous", config.synchronous.pragma()).map_err(open)?;
+    tune(&conn).map_err(open)?;
     Ok(conn)
+}
+
+/// Cache and memory-mapping settings of every connection: a 64 MiB page cache and up to 256 MiB
+/// of the file mapped, so hot workflows are read without a system call per page.
+pub(crate) fn tune(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "cache_size", -65_536)?;
+    conn.pragma_update(None, "mmap_size", 268_435_456)?;
+    conn.pragma_update(None, "temp_store", "memory")
 }
 
 impl<R> SqliteMemory<R> {

@@ -19,11 +19,21 @@ pub(crate) struct Readers {
     busy_timeout: Duration,
     idle: Mutex<Vec<Connection>>,
     max_idle: usize,
+    /// At most `max_idle` reads run at once, so connections are reused instead of opened per
+    /// read when many tasks read together (1,000 workflows in flight).
+    permits: tokio::sync::Semaphore,
 }
 
 impl Readers {
     pub(crate) fn new(path: PathBuf, busy_timeout: Duration, max_idle: usize) -> Self {
-        Self { path, busy_timeout, idle: Mutex::new(Vec::new()), max_idle }
+        let max_idle = max_idle.max(1);
+        Self {
+            path,
+            busy_timeout,
+            idle: Mutex::new(Vec::new()),
+            max_idle,
+            permits: tokio::sync::Semaphore::new(max_idle),
+        }
     }
 
     /// Opens a read connection.
@@ -31,6 +41,7 @@ impl Readers {
         let conn = Connection::open(&self.path)?;
         conn.busy_timeout(self.busy_timeout)?;
         conn.pragma_update(None, "query_only", true)?;
+        crate::tune(&conn)?;
         Ok(conn)
     }
 
@@ -64,9 +75,11 @@ where
     T: Send + 'static,
     F: FnOnce(&Connection, &str) -> Result<T, MemoryError> + Send + 'static,
 {
-    let readers = Arc::clone(readers);
+    let _permit =
+        readers.permits.acquire().await.map_err(|e| backend(id, SqliteError::ReadTask(e.to_string())))?;
+    let pool = Arc::clone(readers);
     let owned = id.to_owned();
-    tokio::task::spawn_blocking(move || readers.with(&owned, |conn| f(conn, &owned)))
+    tokio::task::spawn_blocking(move || pool.with(&owned, |conn| f(conn, &owned)))
         .await
         .map_err(|e| backend(id, SqliteError::ReadTask(e.to_string())))?
 }

@@ -6,6 +6,8 @@
 //! cargo run --release -p orchestrator-benches --bin arvo-bench -- [--only a,b] [--scale F] [--runs R]
 //! ```
 
+mod durable;
+
 use std::collections::{HashMap, VecDeque};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -36,6 +38,10 @@ const WORKLOADS: &[(&str, usize)] = &[
     ("orchestrator_chain", 6_000),
     ("orchestrator_chain_interleaved", 6_000),
     ("resumable_chain", 7_000),
+    ("sqlite_chain_full_1", 500),
+    ("sqlite_chain_full_1000", 6_000),
+    ("sqlite_chain_normal_1", 2_000),
+    ("sqlite_chain_normal_1000", 6_000),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -191,6 +197,12 @@ impl Recorder {
     }
 }
 
+/// The inputs of chain workflow `i` and its exact result.
+fn chain_input(i: usize) -> (ChainInput, f64) {
+    let (a, b, c) = ((i % 1000) as f64, 0.5, 3.0);
+    (ChainInput { a, b, c }, (a + b) * c)
+}
+
 /// The chain's three handlers and the FIFO loop that routes events by `to`.
 struct ChainRig<O> {
     orc: O,
@@ -202,12 +214,6 @@ struct ChainRig<O> {
 impl<O: EventHandler> ChainRig<O> {
     fn new(orc: O) -> Result<Self, BoxError> {
         Ok(Self { orc, add: services::add()?, mul: services::mul()?, factory: EventFactory::new() })
-    }
-
-    /// The inputs of workflow `i` and its exact result.
-    fn input(i: usize) -> (ChainInput, f64) {
-        let (a, b, c) = ((i % 1000) as f64, 0.5, 3.0);
-        (ChainInput { a, b, c }, (a + b) * c)
     }
 
     /// Runs workflows `start..start + count` with at most `in_flight` at a time: the client creates all
@@ -228,7 +234,7 @@ impl<O: EventHandler> ChainRig<O> {
         while next < end {
             let batch_end = (next + in_flight).min(end);
             for i in next..batch_end {
-                let (input, result) = Self::input(i);
+                let (input, result) = chain_input(i);
                 let init = self.factory.init(input, Event::builder().source(CLIENT))?;
                 expected.insert(init.subject().to_owned(), result);
                 queue.push_back(init);
@@ -359,6 +365,10 @@ fn single(name: &str, scale: f64) -> Result<Value, BoxError> {
         "orchestrator_chain" => chain(&rt, chain_orchestrator()?, n, 1)?,
         "orchestrator_chain_interleaved" => chain(&rt, chain_orchestrator()?, n, IN_FLIGHT)?,
         "resumable_chain" => chain(&rt, chain_resumable()?, n, 1)?,
+        "sqlite_chain_full_1" => durable::chain(n, orchestrator_sqlite::Synchronous::Full, 1)?,
+        "sqlite_chain_full_1000" => durable::chain(n, orchestrator_sqlite::Synchronous::Full, IN_FLIGHT)?,
+        "sqlite_chain_normal_1" => durable::chain(n, orchestrator_sqlite::Synchronous::Normal, 1)?,
+        "sqlite_chain_normal_1000" => durable::chain(n, orchestrator_sqlite::Synchronous::Normal, IN_FLIGHT)?,
         _ => return Err(format!("unknown workload `{name}`").into()),
     };
     let mut lat = m.rec.latencies_us;

@@ -1,0 +1,168 @@
+//! The chain workload on the SQLite store: the full lifecycle (read, journal lookup, write with
+//! the journal entry, group commit) through the in-process broker, with 1 or 1,000 workflows in
+//! flight, `synchronous=FULL` or `NORMAL`.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use orchestrator::broker::Broker;
+use orchestrator::handler::EventHandler;
+use orchestrator::orchestration::{Locking, Orchestrator, WorkflowRecord};
+use orchestrator::prelude::*;
+use orchestrator::violation::Violation;
+use orchestrator_examples::calculator::services;
+use orchestrator_sqlite::{SqliteConfig, SqliteMemory, Synchronous};
+use serde_json::{Value, json};
+
+use super::{BoxError, CLIENT, ChainFlow, ChainV1, Measured, Recorder, chain_input, warmup_units};
+
+/// Times each orchestrator execution.
+struct Timed<H> {
+    inner: H,
+    latencies: Arc<Mutex<Vec<f64>>>,
+}
+
+impl<H: EventHandler> EventHandler for Timed<H> {
+    fn source(&self) -> &str {
+        self.inner.source()
+    }
+    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        let t0 = Instant::now();
+        let out = self.inner.execute(event).await;
+        let us = t0.elapsed().as_secs_f64() * 1e6;
+        self.latencies.lock().unwrap_or_else(PoisonError::into_inner).push(us);
+        out
+    }
+}
+
+/// The client: checks each completion and starts the next workflow, keeping `in_flight` going.
+struct Client {
+    state: Mutex<ClientState>,
+    factory: EventFactory<ChainV1>,
+    done: tokio::sync::Notify,
+}
+
+struct ClientState {
+    next: usize,
+    end: usize,
+    completed: usize,
+    wrong: Option<String>,
+    expected: std::collections::HashMap<String, f64>,
+}
+
+impl Client {
+    fn init(&self, state: &mut ClientState) -> Result<Option<Event>, Violation> {
+        if state.next >= state.end {
+            return Ok(None);
+        }
+        let (input, result) = chain_input(state.next);
+        state.next += 1;
+        let init = self
+            .factory
+            .init(input, Event::builder().source(CLIENT))
+            .map_err(|e| Violation::execution(e.to_string()))?;
+        state.expected.insert(init.subject().to_owned(), result);
+        Ok(Some(init))
+    }
+}
+
+impl EventHandler for Client {
+    fn source(&self) -> &str {
+        CLIENT
+    }
+    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let want = state.expected.remove(event.subject());
+        let got = event.data_value().get("result").and_then(Value::as_f64);
+        if want.is_none() || got != want {
+            state.wrong = Some(format!("wrong completion (want {want:?}): {event:?}"));
+        }
+        state.completed += 1;
+        let next = self.init(&mut state)?;
+        if state.expected.is_empty() && next.is_none() {
+            self.done.notify_one();
+        }
+        Ok(next.into_iter().collect())
+    }
+}
+
+/// Runs `count` chain workflows from `start`, `in_flight` at a time, through a broker.
+async fn run(
+    memory: &Arc<SqliteMemory<WorkflowRecord>>,
+    start: usize,
+    count: usize,
+    in_flight: usize,
+    latencies: &Arc<Mutex<Vec<f64>>>,
+) -> Result<(usize, Duration), BoxError> {
+    let orc = Orchestrator::builder(Arc::clone(memory))
+        .machine::<ChainFlow>()
+        // The broker runs one event of a workflow at a time: no lease needed.
+        .locking(Locking::Never)
+        .build()?;
+    let client = Arc::new(Client {
+        state: Mutex::new(ClientState {
+            next: start,
+            end: start + count,
+            completed: 0,
+            wrong: None,
+            expected: std::collections::HashMap::new(),
+        }),
+        factory: EventFactory::new(),
+        done: tokio::sync::Notify::new(),
+    });
+    let broker = Broker::builder()
+        .handler(Timed { inner: orc, latencies: Arc::clone(latencies) })
+        .handler(services::add()?)
+        .handler(services::mul()?)
+        .shared_handler(Arc::clone(&client) as Arc<dyn orchestrator::handler::DynEventHandler>)
+        .workers(in_flight.clamp(1, 1024))
+        .capacity(in_flight * 4 + 16)
+        .build()?;
+    let t0 = Instant::now();
+    let inits: Vec<Event> = {
+        let mut state = client.state.lock().unwrap_or_else(PoisonError::into_inner);
+        (0..in_flight).map_while(|_| client.init(&mut state).transpose()).collect::<Result<_, _>>()?
+    };
+    for init in inits {
+        broker.publish_wait(init).await?;
+    }
+    client.done.notified().await;
+    let wall = t0.elapsed();
+    broker.shutdown().await;
+    let state = client.state.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(wrong) = &state.wrong {
+        return Err(wrong.clone().into());
+    }
+    let dead = broker.take_dead_letters();
+    if !dead.is_empty() {
+        return Err(format!("{} dead letters, first: {:?}", dead.len(), dead[0]).into());
+    }
+    Ok((state.completed, wall))
+}
+
+/// The workload `sqlite_chain_<full|normal>_<in flight>`.
+pub(super) fn chain(n: usize, synchronous: Synchronous, in_flight: usize) -> Result<Measured, BoxError> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("bench.sqlite");
+    let memory = Arc::new(SqliteConfig::new(&path).synchronous(synchronous).open::<WorkflowRecord>()?);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let latencies = Arc::new(Mutex::new(Vec::new()));
+    let warmup = warmup_units(n).min(500);
+    rt.block_on(run(&memory, 0, warmup, in_flight, &latencies))?;
+    latencies.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    let (workflows, wall) = rt.block_on(run(&memory, warmup, n, in_flight, &latencies))?;
+    let latencies_us = std::mem::take(&mut *latencies.lock().unwrap_or_else(PoisonError::into_inner));
+    // Orchestrator executions are timed; each workflow also has two service executions.
+    let events = latencies_us.len() as u64 + 2 * workflows as u64;
+    let stats = memory.stats();
+    let params = json!({
+        "warmup": warmup,
+        "in_flight": in_flight,
+        "memory": format!("SqliteMemory(synchronous={synchronous:?})"),
+        "broker": "Broker(Locking::Never)",
+        "latency": "orchestrator executions",
+        "commits": stats.transactions,
+        "operations": stats.operations,
+    });
+    Ok(Measured { workflows, rec: Recorder { latencies_us, events }, wall, params })
+}
