@@ -127,7 +127,7 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliEr
             .map_err(|e| CliError::Input(e.to_string()))?,
         None => {
             let entries = rt.block_on(read_all(&memory, &args.subject))?;
-            let last = entries.iter().rfind(|e| until_includes(until, e)).ok_or_else(|| {
+            let last = entries.iter().rfind(|e| until.includes(e)).ok_or_else(|| {
                 CliError::Input(format!("no journal entry of workflow {} in that range", args.subject))
             })?;
             Replayed {
@@ -159,14 +159,6 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliEr
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|e| CliError::Input(e.to_string()))?;
     writeln!(out, "{text}").map_err(CliError::output)
-}
-
-fn until_includes(until: Until, entry: &JournalRecord<WorkflowRecord>) -> bool {
-    match until {
-        Until::End => true,
-        Until::Version(v) => entry.version <= v,
-        Until::Time(t) => entry.at <= t,
-    }
 }
 
 /// The example orchestrators this tool can re-run.

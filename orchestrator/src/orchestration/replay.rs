@@ -33,7 +33,8 @@ pub enum Until {
 }
 
 impl Until {
-    fn includes(self, entry: &JournalRecord<WorkflowRecord>) -> bool {
+    /// Whether `entry` is within this bound.
+    pub fn includes(self, entry: &JournalRecord<WorkflowRecord>) -> bool {
         match self {
             Self::End => true,
             Self::Version(v) => entry.version <= v,
