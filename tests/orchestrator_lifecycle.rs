@@ -22,65 +22,14 @@ use orchestrator::orchestration::{
     WorkflowRecord,
 };
 use orchestrator::prelude::*;
+use orchestrator_examples::calculator::flows::{AverageFlow, AvgCtx};
 use orchestrator_examples::calculator::{
-    AddV1, AverageInput, AverageOutput, AverageV1, DivideRequest, DivideV1, MulV1, Operands, Product,
-    Quotient, Sum, services,
+    AddV1, AverageInput, AverageOutput, AverageV1, MulV1, Operands, Product, Sum, services,
 };
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
 // Machines and contracts
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-/// Context of the averaging machines.
-pub struct AvgCtx {
-    /// The numbers.
-    pub values: Vec<f64>,
-    /// The result.
-    pub average: f64,
-}
-
-fn request_add(ctx: &mut AvgCtx, _: &AverageFlowEvent, out: &mut AverageFlowOutbox<'_>) {
-    out.add(Operands { a: ctx.values[0], b: ctx.values[1] });
-}
-
-fn request_divide(ctx: &mut AvgCtx, event: &AverageFlowEvent, out: &mut AverageFlowOutbox<'_>) {
-    if let AverageFlowEvent::AddSum(s) = event {
-        out.divide(DivideRequest { numerator: s.sum, denominator: ctx.values.len() as f64 });
-    }
-}
-
-orchestrator::machine! {
-    /// add → divide → done.
-    pub machine AverageFlow {
-        contract: AverageV1,
-        services: { add: AddV1, divide: DivideV1 },
-        context: AvgCtx,
-        init: |input| AvgCtx { values: input.values.clone(), average: 0.0 },
-        output: |ctx| AverageOutput { average: ctx.average },
-        states: {
-            adding: {
-                entry: [request_add],
-                on: { add::Sum => { target: dividing, actions: [request_divide] }, add::error => failed },
-            },
-            dividing: {
-                on: {
-                    divide::Quotient => {
-                        target: done,
-                        actions: [|ctx, event, _| {
-                            if let AverageFlowEvent::DivideQuotient(q) = event {
-                                ctx.average = q.quotient;
-                            }
-                        }],
-                    },
-                    divide::error => failed,
-                },
-            },
-            done: { type: final },
-            failed: { type: final },
-        },
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 /// Two operands.

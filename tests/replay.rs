@@ -11,50 +11,10 @@ use orchestrator::memory::{InMemory, InMemoryConfig, Journal, Retention};
 use orchestrator::orchestration::replay::{ReplayError, Until};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
+use orchestrator_examples::calculator::flows::{AverageFlow, AvgCtx};
 use orchestrator_examples::calculator::{
     AddV1, AverageInput, AverageOutput, AverageV1, DivideRequest, DivideV1, Operands, Quotient, Sum, services,
 };
-
-/// Context of the averaging machines.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AvgCtx {
-    /// The numbers.
-    pub values: Vec<f64>,
-    /// The result.
-    pub average: f64,
-}
-
-fn request_add(ctx: &mut AvgCtx, _: &AverageFlowEvent, out: &mut AverageFlowOutbox<'_>) {
-    out.add(Operands { a: ctx.values[0], b: ctx.values[1] });
-}
-
-fn request_divide(ctx: &mut AvgCtx, event: &AverageFlowEvent, out: &mut AverageFlowOutbox<'_>) {
-    if let AverageFlowEvent::AddSum(s) = event {
-        out.divide(DivideRequest { numerator: s.sum, denominator: ctx.values.len() as f64 });
-    }
-}
-
-fn store(ctx: &mut AvgCtx, event: &AverageFlowEvent, _: &mut AverageFlowOutbox<'_>) {
-    if let AverageFlowEvent::DivideQuotient(q) = event {
-        ctx.average = q.quotient;
-    }
-}
-
-orchestrator::machine! {
-    /// add → divide → done.
-    pub machine AverageFlow {
-        contract: AverageV1,
-        services: { add: AddV1, divide: DivideV1 },
-        context: AvgCtx,
-        init: |input| AvgCtx { values: input.values.clone(), average: 0.0 },
-        output: |ctx| AverageOutput { average: ctx.average },
-        states: {
-            adding: { entry: [request_add], on: { add::Sum => { target: dividing, actions: [request_divide] } } },
-            dividing: { on: { divide::Quotient => { target: done, actions: [store] } } },
-            done: { type: final },
-        },
-    }
-}
 
 fn edited_request_divide(ctx: &mut AvgCtx, event: &EditedFlowEvent, out: &mut EditedFlowOutbox<'_>) {
     if let EditedFlowEvent::AddSum(s) = event {
@@ -64,7 +24,7 @@ fn edited_request_divide(ctx: &mut AvgCtx, event: &EditedFlowEvent, out: &mut Ed
 }
 
 orchestrator::machine! {
-    /// The same version of the same contract, edited after workflows ran.
+    /// `AverageFlow` (same states, same version of the same contract), edited after workflows ran.
     pub machine EditedFlow {
         contract: AverageV1,
         services: { add: AddV1, divide: DivideV1 },
@@ -74,7 +34,7 @@ orchestrator::machine! {
         states: {
             adding: {
                 entry: [|ctx, _, out| out.add(Operands { a: ctx.values[0], b: ctx.values[1] })],
-                on: { add::Sum => { target: dividing, actions: [edited_request_divide] } },
+                on: { add::Sum => { target: dividing, actions: [edited_request_divide] }, add::error => failed },
             },
             dividing: {
                 on: {
@@ -82,9 +42,11 @@ orchestrator::machine! {
                         target: done,
                         actions: [|ctx, event, _| if let EditedFlowEvent::DivideQuotient(q) = event { ctx.average = q.quotient }],
                     },
+                    divide::error => failed,
                 },
             },
             done: { type: final },
+            failed: { type: final },
         },
     }
 }

@@ -8,62 +8,10 @@ use orchestrator::handler::EventHandler;
 use orchestrator::memory::{Journal, Memory};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
-use orchestrator_examples::calculator::{
-    AddV1, AverageInput, AverageOutput, AverageV1, DivideRequest, DivideV1, Operands, Quotient, Sum, services,
-};
+use orchestrator_examples::calculator::flows::AverageFlow;
+use orchestrator_examples::calculator::{AverageInput, AverageV1, services};
 use orchestrator_sqlite::{Retention, SqliteConfig, SqliteMemory};
 use serde_json::json;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-/// Context of the averaging machine.
-pub struct AvgCtx {
-    /// The numbers.
-    pub values: Vec<f64>,
-    /// The result.
-    pub average: f64,
-}
-
-fn request_add(ctx: &mut AvgCtx, _: &AverageFlowEvent, out: &mut AverageFlowOutbox<'_>) {
-    out.add(Operands { a: ctx.values[0], b: ctx.values[1] });
-}
-
-fn request_divide(ctx: &mut AvgCtx, event: &AverageFlowEvent, out: &mut AverageFlowOutbox<'_>) {
-    if let AverageFlowEvent::AddSum(s) = event {
-        out.divide(DivideRequest { numerator: s.sum, denominator: ctx.values.len() as f64 });
-    }
-}
-
-orchestrator::machine! {
-    /// add → divide → done.
-    pub machine AverageFlow {
-        contract: AverageV1,
-        services: { add: AddV1, divide: DivideV1 },
-        context: AvgCtx,
-        init: |input| AvgCtx { values: input.values.clone(), average: 0.0 },
-        output: |ctx| AverageOutput { average: ctx.average },
-        states: {
-            adding: {
-                entry: [request_add],
-                on: { add::Sum => { target: dividing, actions: [request_divide] }, add::error => failed },
-            },
-            dividing: {
-                on: {
-                    divide::Quotient => {
-                        target: done,
-                        actions: [|ctx, event, _| {
-                            if let AverageFlowEvent::DivideQuotient(q) = event {
-                                ctx.average = q.quotient;
-                            }
-                        }],
-                    },
-                    divide::error => failed,
-                },
-            },
-            done: { type: final },
-            failed: { type: final },
-        },
-    }
-}
 
 fn memory(path: &std::path::Path, retention: Retention) -> SqliteMemory<WorkflowRecord> {
     SqliteConfig::new(path)
