@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
+use orchestrator::event::time::format_utc;
 use orchestrator::memory::{InMemory, Journal, JournalRecord};
 use orchestrator::orchestration::replay::{Replayed, Until};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord, history};
@@ -87,7 +88,7 @@ pub(crate) fn history(args: &HistoryArgs, out: &mut dyn Write) -> Result<(), Cli
         for entry in &entries {
             let line = serde_json::json!({
                 "version": entry.version,
-                "at": chrono_time(entry.at),
+                "at": format_utc(entry.at),
                 "consumed": entry.consumed,
                 "produced": entry.produced,
                 "record": entry.record,
@@ -98,10 +99,6 @@ pub(crate) fn history(args: &HistoryArgs, out: &mut dyn Write) -> Result<(), Cli
         write!(out, "{}", history::timeline(&entries)).map_err(CliError::output)?;
     }
     Ok(())
-}
-
-fn chrono_time(at: std::time::SystemTime) -> String {
-    chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// Rebuilds a workflow's state by re-running its orchestrator when this tool knows it (the
@@ -151,7 +148,7 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliEr
     let doc = serde_json::json!({
         "subject": args.subject,
         "version": replayed.version,
-        "at": replayed.at.map(chrono_time),
+        "at": replayed.at.map(format_utc),
         "done": replayed.done,
         "failed": replayed.failed,
         "replay": how,

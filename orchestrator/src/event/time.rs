@@ -6,6 +6,12 @@ pub fn now_utc() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3f+00:00").to_string()
 }
 
+/// `at` in UTC as RFC 3339 with milliseconds and `Z` (`2026-11-21T08:30:00.125Z`), for journals,
+/// timelines and wake-up events.
+pub fn format_utc(at: std::time::SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
 /// True when `value` is a date-time as zod's `datetime({ offset: true })` accepts it (what
 /// arvo-core checks): `YYYY-MM-DDTHH:MM[:SS[.fraction]]` naming a real calendar date, followed by
 /// `Z` or an offset `±HH:MM` / `±HHMM`.

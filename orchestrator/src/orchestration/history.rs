@@ -1,13 +1,12 @@
 //! A workflow's journal as a readable timeline (what `orchestrator history` and the main example
 //! print).
 
-use std::fmt::Write as _;
-use std::time::SystemTime;
-
 use serde_json::Value;
+use std::fmt::Write as _;
 
 use super::WorkflowRecord;
 use crate::event::Event;
+use crate::event::time::format_utc;
 use crate::memory::JournalRecord;
 
 /// Formats journal entries, one block per execution:
@@ -23,7 +22,7 @@ use crate::memory::JournalRecord;
 pub fn timeline(entries: &[JournalRecord<WorkflowRecord>]) -> String {
     let mut out = String::new();
     for entry in entries {
-        let at = time(entry.at);
+        let at = format_utc(entry.at);
         match &entry.consumed {
             Some(event) => {
                 let _ = writeln!(
@@ -45,10 +44,6 @@ pub fn timeline(entries: &[JournalRecord<WorkflowRecord>]) -> String {
         }
     }
     out
-}
-
-fn time(at: SystemTime) -> String {
-    chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 fn compact(data: &Value) -> String {

@@ -85,8 +85,7 @@ pub fn wake_event(subject: &str, due: SystemTime) -> Result<Event, TimerError> {
     let parsed =
         Subject::parse(subject).map_err(|source| TimerError::Subject { id: subject.to_owned(), source })?;
     let orchestrator = parsed.orchestrator_name();
-    let due_at =
-        chrono::DateTime::<chrono::Utc>::from(due).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let due_at = crate::event::time::format_utc(due);
     Event::builder()
         .source(orchestrator)
         .r#type(wake_type(orchestrator))
