@@ -17,6 +17,10 @@
 //!   before its commit is durable. [`SqliteMemory::stats`] counts transactions and operations.
 //! * **Versioned schema.** The library creates and migrates its tables (`PRAGMA user_version`);
 //!   a file from a newer version is refused with [`OpenError::NewerSchema`].
+//! * **Outbox.** [`SqliteMemory`] is also an [`Outbox`]: the events in flight, kept in the same
+//!   file, so that a process killed mid-workflow loses none of them (wrap the broker's handlers
+//!   in [`orchestrator::outbox::Outboxed`] and call [`orchestrator::outbox::redeliver`] at
+//!   start-up).
 //! * **Retention.** [`Retention::Keep`], [`Retention::Remove`], [`Retention::RemoveAfter`] or
 //!   [`Retention::Archive`] (moves a finished workflow's record and journal to archive tables).
 //!
@@ -77,6 +81,7 @@ use orchestrator::event::Event;
 use orchestrator::memory::{
     Journal, JournalRecord, Lease, Materialized, Memory, MemoryError, Stored, Wake, WriteMeta,
 };
+use orchestrator::outbox::{Outbox, Pending};
 use rusqlite::Connection;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -306,6 +311,25 @@ where
         let retention = self.config.retention;
         let owned = id.to_owned();
         self.writer.submit(id, move |conn, now| ops::cleanup(conn, &owned, retention, now)).await
+    }
+}
+
+impl<R: Send + Sync> Outbox for SqliteMemory<R> {
+    async fn advance(&self, consumed: Option<&str>, produced: &[Event]) -> Result<(), MemoryError> {
+        let key = consumed.unwrap_or("(outbox)");
+        let produced = produced
+            .iter()
+            .map(|e| Ok((e.id().to_owned(), encode(e.id(), "outbox event", e)?)))
+            .collect::<Result<Vec<_>, MemoryError>>()?;
+        let op = ops::AdvanceOp { consumed: consumed.map(str::to_owned), produced };
+        self.writer.submit(key, move |conn, now| ops::advance(conn, &op, now)).await
+    }
+
+    async fn pending(&self, after: u64, limit: usize) -> Result<Vec<Pending>, MemoryError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        read(&self.readers, "(outbox)", move |conn, _| reads::pending(conn, after, limit)).await
     }
 }
 

@@ -243,3 +243,30 @@ pub(crate) fn sweep(conn: &Connection, now: i64) -> rusqlite::Result<usize> {
     conn.prepare_cached("DELETE FROM leases WHERE expires_at_ms <= ?1")?.execute([now])?;
     Ok(removed)
 }
+
+/// An outbox step, encoded: the event to remove and the events to add (id, JSON).
+pub(crate) struct AdvanceOp {
+    pub(crate) consumed: Option<String>,
+    pub(crate) produced: Vec<(String, String)>,
+}
+
+/// Removes the consumed event from the outbox and adds the produced ones (ids already there are
+/// skipped).
+pub(crate) fn advance(conn: &Connection, op: &AdvanceOp, now: i64) -> Result<(), MemoryError> {
+    let key = op.consumed.as_deref().unwrap_or("(outbox)");
+    let sql = sql(key);
+    if let Some(consumed) = &op.consumed {
+        conn.prepare_cached("DELETE FROM outbox WHERE event_id = ?1")
+            .and_then(|mut s| s.execute([consumed]))
+            .map_err(&sql)?;
+    }
+    if !op.produced.is_empty() {
+        let mut insert = conn
+            .prepare_cached("INSERT OR IGNORE INTO outbox (event_id, event, added_at_ms) VALUES (?1, ?2, ?3)")
+            .map_err(&sql)?;
+        for (id, event) in &op.produced {
+            insert.execute(params![id, event, now]).map_err(&sql)?;
+        }
+    }
+    Ok(())
+}

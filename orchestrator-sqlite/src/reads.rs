@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use orchestrator::event::Event;
 use orchestrator::memory::{JournalRecord, MemoryError, Stored, Wake};
+use orchestrator::outbox::Pending;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::de::DeserializeOwned;
 
@@ -249,4 +250,26 @@ pub(crate) fn parent(conn: &Connection, id: &str) -> Result<Option<String>, Memo
         .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
         .map_err(sql(id))?;
     Ok(row.flatten())
+}
+
+/// Up to `limit` outbox events after position `after`, oldest first.
+pub(crate) fn pending(conn: &Connection, after: u64, limit: usize) -> Result<Vec<Pending>, MemoryError> {
+    let key = "(outbox)";
+    let after = i64::try_from(after).unwrap_or(i64::MAX);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut statement = conn
+        .prepare_cached("SELECT seq, event FROM outbox WHERE seq > ?1 ORDER BY seq LIMIT ?2")
+        .map_err(sql(key))?;
+    let rows = statement
+        .query_map(params![after, limit], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+        .map_err(sql(key))?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (seq, json) = row.map_err(sql(key))?;
+        let event = decode(key, "outbox event", seq, &json)?;
+        let seq = u64::try_from(seq)
+            .map_err(|_| backend(key, SqliteError::Invalid { what: "outbox position", value: seq }))?;
+        out.push(Pending { seq, event });
+    }
+    Ok(out)
 }

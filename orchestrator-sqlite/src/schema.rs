@@ -77,8 +77,19 @@ CREATE TABLE journal_archive (
 ) WITHOUT ROWID;
 ";
 
+/// Version 2: the outbox, the events in flight (see `orchestrator::outbox`). `AUTOINCREMENT`
+/// so positions are never reused, even after the newest event is removed.
+const V2: &str = "
+CREATE TABLE outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id TEXT NOT NULL UNIQUE,
+    event TEXT NOT NULL,
+    added_at_ms INTEGER NOT NULL
+);
+";
+
 /// The migration steps, oldest first: step `i` leads to version `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this library writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -69,6 +69,7 @@ pub mod handler;
 pub mod machine;
 pub mod memory;
 pub mod orchestration;
+pub mod outbox;
 pub mod semver;
 pub mod subject;
 pub mod telemetry;

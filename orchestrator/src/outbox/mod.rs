@@ -1,0 +1,80 @@
+//! The transactional outbox: events in flight survive a crash of the process that carries them.
+//!
+//! The in-process [`Broker`](crate::broker::Broker) keeps its queue in memory, so a crash loses
+//! the events it was carrying, even though the workflows that produced them were persisted. An
+//! [`Outbox`] is a durable set of the events *in flight*: every event that has been produced (or
+//! published from outside) and whose consumer has not finished with it yet.
+//!
+//! * A handler wrapped in [`Outboxed`] moves its event forward in one atomic step once it has
+//!   handled it: [`Outbox::advance`] removes the consumed event and adds the events it produced,
+//!   *before* they are handed to the broker. A crash before that step leaves the consumed event
+//!   in the outbox (it will be handled again); a crash after it leaves the produced ones.
+//! * [`publish`] adds an event from outside (a workflow's init) to the outbox before publishing.
+//! * After a restart, [`redeliver`] publishes every event still in the outbox, oldest first.
+//!
+//! Exactly once, end to end: a service handled again after a crash produces its answer again,
+//! which is harmless because its first answer was never delivered (it was not in the outbox yet).
+//! An orchestrator that consumed an event, persisted its state and crashed before its outbox step
+//! gets that event again: the journal answers with the events it produced the first time, with
+//! the same ids, without stepping the workflow twice ([`Memory::produced`](crate::memory::Memory::produced)).
+//! A crash test (`orchestrator-sqlite/tests/crash.rs`) kills a process running many workflows at
+//! random moments and checks that every workflow completes exactly once.
+//!
+//! What stays outside: events with a `domain` (they leave the broker for the domained-events
+//! callback and are not added), and events consumed by a handler that is not wrapped (they stay
+//! until [`Outbox::advance`] is called for them). [`redeliver`] assumes that no other process is
+//! carrying the same outbox's events: with several processes on one store, use a shared transport.
+
+mod in_memory;
+mod outboxed;
+mod recovery;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+use std::future::Future;
+use std::sync::Arc;
+
+pub use in_memory::InMemoryOutbox;
+pub use outboxed::Outboxed;
+pub use recovery::{RecoveryError, publish, redeliver};
+
+use crate::event::Event;
+use crate::memory::MemoryError;
+
+/// An event waiting in an [`Outbox`], with its position (positions grow and are never reused).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pending {
+    /// The position: later events have larger ones.
+    pub seq: u64,
+    /// The event.
+    pub event: Event,
+}
+
+/// A durable set of the events in flight (see the [module documentation](self)).
+pub trait Outbox: Send + Sync {
+    /// In one atomic step: removes the event with id `consumed` (if given and present) and adds
+    /// `produced` in order (an event whose id is already present is not added twice). Returns
+    /// once the step is durable.
+    fn advance(
+        &self,
+        consumed: Option<&str>,
+        produced: &[Event],
+    ) -> impl Future<Output = Result<(), MemoryError>> + Send;
+
+    /// Up to `limit` events in the outbox with a position above `after`, oldest first.
+    fn pending(
+        &self,
+        after: u64,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Pending>, MemoryError>> + Send;
+}
+
+impl<O: Outbox> Outbox for Arc<O> {
+    async fn advance(&self, consumed: Option<&str>, produced: &[Event]) -> Result<(), MemoryError> {
+        (**self).advance(consumed, produced).await
+    }
+
+    async fn pending(&self, after: u64, limit: usize) -> Result<Vec<Pending>, MemoryError> {
+        (**self).pending(after, limit).await
+    }
+}
