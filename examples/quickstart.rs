@@ -2,6 +2,9 @@
 //! payment and shipping services) on the embedded, durable SQLite store, then each finished
 //! workflow's history read back from the journal, and a replay that re-runs the machine over it.
 //!
+//! Every handler is wrapped in [`Outboxed`]: the events in flight are kept in the same file, so a
+//! run killed mid-workflow loses none of them; the next run redelivers them first.
+//!
 //! The store is `orchestrator-data/quickstart.sqlite` under the working directory (it survives
 //! the run: inspect it with `orchestrator history` / `orchestrator replay`, printed at the end).
 //!
@@ -15,6 +18,7 @@ use orchestrator::memory::Journal;
 use orchestrator::orchestration::replay::Until;
 use orchestrator::orchestration::timers::Timers;
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord, history};
+use orchestrator::outbox::{Outbox, Outboxed, redeliver};
 use orchestrator::prelude::*;
 use orchestrator_examples::orders::{OrderFlow, OrderInput, OrderOutcome, OrderV1, services};
 use orchestrator_sqlite::SqliteMemory;
@@ -29,13 +33,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let memory = Arc::new(SqliteMemory::<WorkflowRecord>::open_path(path)?);
 
     let orders = Orchestrator::builder(Arc::clone(&memory)).machine::<OrderFlow>().build()?;
+    // Each handler moves its event forward in the outbox (consumed out, produced in) before the
+    // broker sees what it produced.
     let broker = Broker::builder()
-        .handler(orders.clone())
-        .handler(services::inventory()?)
-        .handler(services::payment()?)
-        .handler(services::shipping()?)
+        .handler(Outboxed::new(orders.clone(), Arc::clone(&memory)))
+        .handler(Outboxed::new(services::inventory()?, Arc::clone(&memory)))
+        .handler(Outboxed::new(services::payment()?, Arc::clone(&memory)))
+        .handler(Outboxed::new(services::shipping()?, Arc::clone(&memory)))
         .workers(4)
         .build()?;
+    // What a previous run left in flight (none unless it was killed) goes out first.
+    let recovered = redeliver(&*memory, &broker.handle(), 256).await?;
+    if recovered > 0 {
+        println!("redelivered {recovered} events a previous run left in flight");
+    }
     // Durable timers (the payment's 30 s timeout) are delivered by this task.
     let timers =
         Timers::new(Arc::clone(&memory)).spawn(broker.handle(), |e| eprintln!("timer pass failed: {e}"));
@@ -51,7 +62,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (i, (sku, quantity, amount_cents, what)) in orders_in.into_iter().enumerate() {
         let input = OrderInput { order_id: format!("o-{run}-{i}"), sku: sku.into(), quantity, amount_cents };
         let init = EventFactory::<OrderV1>::new().init(input, Event::builder().source(CLIENT))?;
+        memory.advance(None, std::slice::from_ref(&init)).await?; // in flight, durably
         let done = broker.resolve(init.clone()).await?.ok_or("the workflow did not complete")?;
+        memory.advance(Some(done.id()), &[]).await?; // the completion reached its client
         let outcome: OrderOutcome = serde_json::from_value(done.data_value().clone())?;
         println!(
             "  {:<34} {:<9} {}",
