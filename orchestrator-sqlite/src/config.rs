@@ -81,6 +81,9 @@ pub struct SqliteConfig {
     pub max_group: usize,
     /// How many idle read connections are kept open.
     pub readers: usize,
+    /// How often the checkpointer thread copies the write-ahead log back into the database file
+    /// (the writer thread then only appends and commits).
+    pub checkpoint_every: Duration,
 }
 
 impl SqliteConfig {
@@ -97,6 +100,7 @@ impl SqliteConfig {
             busy_timeout: Duration::from_secs(5),
             max_group: 1024,
             readers: 4,
+            checkpoint_every: Duration::from_millis(100),
         }
     }
 
@@ -148,6 +152,13 @@ impl SqliteConfig {
     #[must_use]
     pub fn readers(mut self, readers: usize) -> Self {
         self.readers = readers;
+        self
+    }
+
+    /// Sets [`SqliteConfig::checkpoint_every`] (at least 1 ms).
+    #[must_use]
+    pub fn checkpoint_every(mut self, every: Duration) -> Self {
+        self.checkpoint_every = every.max(Duration::from_millis(1));
         self
     }
 

@@ -64,6 +64,7 @@
 //! # }
 //! ```
 
+mod checkpoint;
 mod config;
 mod error;
 mod ops;
@@ -106,6 +107,7 @@ use writer::{Counters, Writer};
 pub struct SqliteMemory<R> {
     // Declared first: dropped (and joined) before the readers.
     writer: Writer,
+    _checkpointer: checkpoint::Checkpointer,
     readers: Arc<Readers>,
     counters: Arc<Counters>,
     config: SqliteConfig,
@@ -132,8 +134,11 @@ fn open_connection(config: &SqliteConfig) -> Result<Connection, OpenError> {
 }
 
 /// Cache and memory-mapping settings of every connection: a 64 MiB page cache and up to 256 MiB
-/// of the file mapped, so hot workflows are read without a system call per page.
+/// of the file mapped, so hot workflows are read without a system call per page. The query
+/// planner stability guarantee keeps each cached statement's plan: without it SQLite may
+/// re-prepare a statement whenever a bound value could change the plan (partial indexes).
 pub(crate) fn tune(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     conn.pragma_update(None, "cache_size", -65_536)?;
     conn.pragma_update(None, "mmap_size", 268_435_456)?;
     conn.pragma_update(None, "temp_store", "memory")
@@ -146,6 +151,12 @@ impl<R> SqliteMemory<R> {
     pub fn open(config: SqliteConfig) -> Result<Self, OpenError> {
         let mut conn = open_connection(&config)?;
         schema::migrate(&mut conn, &config.path)?;
+        // The checkpointer thread copies the WAL back; the writer only steps in if it lags.
+        conn.pragma_update(None, "wal_autocheckpoint", checkpoint::WRITER_AUTOCHECKPOINT)
+            .map_err(|source| OpenError::Open { path: config.path.clone(), source })?;
+        let checkpointer =
+            checkpoint::Checkpointer::start(open_connection(&config)?, config.checkpoint_every)
+                .map_err(OpenError::Thread)?;
         let readers = Readers::new(config.path.clone(), config.busy_timeout, config.readers);
         let first_reader =
             readers.connect().map_err(|source| OpenError::Open { path: config.path.clone(), source })?;
@@ -153,7 +164,14 @@ impl<R> SqliteMemory<R> {
         let counters = Arc::new(Counters::default());
         let writer =
             Writer::start(conn, config.max_group, Arc::clone(&counters)).map_err(OpenError::Thread)?;
-        Ok(Self { writer, readers: Arc::new(readers), counters, config, _record: PhantomData })
+        Ok(Self {
+            writer,
+            _checkpointer: checkpointer,
+            readers: Arc::new(readers),
+            counters,
+            config,
+            _record: PhantomData,
+        })
     }
 
     /// Opens `path` with the default settings.

@@ -250,9 +250,13 @@ fn every_workflow_completes_exactly_once_across_kills() {
 /// flight.
 fn check(path: &Path, seed: u64) {
     let conn = open_completions(path);
-    let mut rows = conn.prepare("SELECT subject, average, deliveries FROM completions").expect("reading the outcome");
+    let mut rows =
+        conn.prepare("SELECT subject, average, deliveries FROM completions").expect("reading the outcome");
     let mut by_subject: HashMap<String, Vec<(f64, i64)>> = HashMap::new();
-    for row in rows.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?))).expect("reading the outcome") {
+    for row in rows
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)))
+        .expect("reading the outcome")
+    {
         let (subject, average, deliveries) = row.expect("reading the outcome");
         by_subject.entry(subject).or_default().push((average, deliveries));
     }
@@ -262,7 +266,10 @@ fn check(path: &Path, seed: u64) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("reading the outcome");
     rt.block_on(async {
         let memory = store(path);
-        assert!(memory.pending(0, 10).await.expect("reading the outcome").is_empty(), "nothing left in flight (seed {seed})");
+        assert!(
+            memory.pending(0, 10).await.expect("reading the outcome").is_empty(),
+            "nothing left in flight (seed {seed})"
+        );
         for i in 0..WORKFLOWS {
             let init = init_event(i);
             let subject = init.subject();
@@ -275,7 +282,8 @@ fn check(path: &Path, seed: u64) {
             );
             assert_eq!(completions[0].0, (i + 1) as f64, "workflow {i}'s result (seed {seed})");
 
-            let stored = memory.read(subject).await.expect("reading the outcome").expect("the workflow's state");
+            let stored =
+                memory.read(subject).await.expect("reading the outcome").expect("the workflow's state");
             assert!(stored.record.done, "workflow {i} is done");
             let journal = memory.history(subject, 0, 100).await.expect("reading the outcome");
             let versions: Vec<u64> = journal.iter().map(|e| e.version).collect();

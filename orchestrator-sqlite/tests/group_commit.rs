@@ -110,3 +110,30 @@ async fn sequential_and_concurrent_throughput_figures() {
     );
     assert!((commits as usize) < N);
 }
+
+/// The size of the database file itself (not its write-ahead log).
+fn db_file_size(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_checkpointer_copies_the_log_into_the_database_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fast, idle) = (dir.path().join("fast.db"), dir.path().join("idle.db"));
+    let big = "x".repeat(2_000);
+    let mut sizes = Vec::new();
+    for (path, every) in [(&fast, Duration::from_millis(10)), (&idle, Duration::from_secs(3_600))] {
+        let m = orchestrator_sqlite::SqliteConfig::new(path).checkpoint_every(every).open::<String>().unwrap();
+        for i in 0..300 {
+            let id = format!("wf-{i}");
+            m.write(&id, &big, None, None, &WriteMeta::new(&id, "s")).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        sizes.push(db_file_size(path));
+        drop(m);
+    }
+    // 300 records of 2 kB: the checkpointer has copied them into the file; with it idle, the
+    // writer (which only checkpoints a much longer log) has not.
+    assert!(sizes[0] > 500_000, "checkpointed: the file holds the records ({} bytes)", sizes[0]);
+    assert!(sizes[1] < 100_000, "not checkpointed yet: the records are still in the log ({} bytes)", sizes[1]);
+}
