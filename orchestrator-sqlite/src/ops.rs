@@ -60,17 +60,39 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
             return Err(MemoryError::StaleLease { id: id.to_owned(), token: *token });
         }
     }
-    let found = conn
-        .prepare_cached("SELECT version FROM workflows WHERE id = ?1")
-        .and_then(|mut s| s.query_row([id], |r| r.get::<_, i64>(0)).optional())
-        .map_err(&sql)?
-        .map(|v| version_of(id, v))
-        .transpose()?;
+    let row: Option<(i64, i64)> = conn
+        .prepare_cached("SELECT seq, version FROM workflows WHERE id = ?1")
+        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .map_err(&sql)?;
+    let found = row.map(|(_, v)| version_of(id, v)).transpose()?;
     if found != op.prev {
         return Err(MemoryError::Conflict { id: id.to_owned(), expected: op.prev, found });
     }
     let version = as_i64(id, "version", found.unwrap_or(0) + 1)?;
-    if found.is_none() {
+    let wf = if let Some((seq, _)) = row {
+        conn.prepare_cached(
+            "UPDATE workflows SET version = ?2, record = ?3, \
+             parent_subject = CASE WHEN ?4 THEN ?5 ELSE parent_subject END, \
+             initiator = CASE WHEN ?6 THEN ?7 ELSE initiator END, \
+             source = ?8, wake_at_ms = ?9, updated_at_ms = ?10 WHERE seq = ?1",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                seq,
+                version,
+                op.record,
+                op.parent_subject.is_some(),
+                op.parent_subject.as_ref().and_then(Option::as_deref),
+                op.initiator.is_some(),
+                op.initiator.as_deref(),
+                op.source,
+                op.wake_at_ms,
+                now
+            ])
+        })
+        .map_err(&sql)?;
+        seq
+    } else {
         conn.prepare_cached(
             "INSERT INTO workflows (id, version, record, parent_subject, initiator, source, wake_at_ms, \
              created_at_ms, updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
@@ -88,37 +110,16 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
             ])
         })
         .map_err(&sql)?;
-    } else {
-        conn.prepare_cached(
-            "UPDATE workflows SET version = ?2, record = ?3, \
-             parent_subject = CASE WHEN ?4 THEN ?5 ELSE parent_subject END, \
-             initiator = CASE WHEN ?6 THEN ?7 ELSE initiator END, \
-             source = ?8, wake_at_ms = ?9, updated_at_ms = ?10 WHERE id = ?1",
-        )
-        .and_then(|mut s| {
-            s.execute(params![
-                id,
-                version,
-                op.record,
-                op.parent_subject.is_some(),
-                op.parent_subject.as_ref().and_then(Option::as_deref),
-                op.initiator.is_some(),
-                op.initiator.as_deref(),
-                op.source,
-                op.wake_at_ms,
-                now
-            ])
-        })
-        .map_err(&sql)?;
-    }
+        conn.last_insert_rowid()
+    };
     if let Some(entry) = &op.entry {
         conn.prepare_cached(
-            "INSERT INTO journal (id, version, at_ms, consumed_event_id, consumed, produced, record) \
+            "INSERT INTO journal (wf, version, at_ms, consumed_event_id, consumed, produced, record) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )
         .and_then(|mut s| {
             s.execute(params![
-                id,
+                wf,
                 version,
                 entry.at_ms,
                 entry.consumed_event_id,
@@ -197,7 +198,8 @@ pub(crate) fn cleanup(
 }
 
 fn remove(conn: &Connection, id: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached("DELETE FROM journal WHERE id = ?1")?.execute([id])?;
+    conn.prepare_cached("DELETE FROM journal WHERE wf = (SELECT seq FROM workflows WHERE id = ?1)")?
+        .execute([id])?;
     conn.prepare_cached("DELETE FROM workflows WHERE id = ?1")?.execute([id])?;
     Ok(())
 }
@@ -223,7 +225,8 @@ fn archive(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<()> {
     .execute(params![id, now])?;
     conn.prepare_cached(
         "INSERT INTO journal_archive (id, version, at_ms, consumed_event_id, consumed, produced, record) \
-         SELECT id, version, at_ms, consumed_event_id, consumed, produced, record FROM journal WHERE id = ?1",
+         SELECT ?1, version, at_ms, consumed_event_id, consumed, produced, record FROM journal \
+         WHERE wf = (SELECT seq FROM workflows WHERE id = ?1) ORDER BY version",
     )?
     .execute([id])?;
     remove(conn, id)
@@ -233,8 +236,8 @@ fn archive(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<()> {
 /// them: tokens come from one counter, and a write under a lapsed lease is stale either way).
 pub(crate) fn sweep(conn: &Connection, now: i64) -> rusqlite::Result<usize> {
     conn.prepare_cached(
-        "DELETE FROM journal WHERE id IN \
-         (SELECT id FROM workflows WHERE remove_at_ms IS NOT NULL AND remove_at_ms <= ?1)",
+        "DELETE FROM journal WHERE wf IN \
+         (SELECT seq FROM workflows WHERE remove_at_ms IS NOT NULL AND remove_at_ms <= ?1)",
     )?
     .execute([now])?;
     let removed = conn

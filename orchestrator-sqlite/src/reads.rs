@@ -120,8 +120,9 @@ impl Tables {
     fn history(self) -> &'static str {
         match self {
             Self::Live => {
-                "SELECT version, at_ms, consumed, produced, record FROM journal \
-                 WHERE id = ?1 AND version > ?2 ORDER BY version LIMIT ?3"
+                "SELECT j.version, j.at_ms, j.consumed, j.produced, j.record \
+                 FROM workflows w JOIN journal j ON j.wf = w.seq \
+                 WHERE w.id = ?1 AND j.version > ?2 ORDER BY j.version LIMIT ?3"
             }
             Self::Archive => {
                 "SELECT version, at_ms, consumed, produced, record FROM journal_archive \
@@ -173,9 +174,10 @@ pub(crate) fn produced(
 ) -> Result<Option<Vec<Event>>, MemoryError> {
     let row: Option<(i64, String)> = conn
         .prepare_cached(
-            // Without statistics the planner would rather scan the workflow's journal by primary key.
-            "SELECT version, produced FROM journal INDEXED BY journal_consumed \
-             WHERE id = ?1 AND consumed_event_id = ?2 ORDER BY version LIMIT 1",
+            // Without statistics the planner would rather scan the workflow's journal by version.
+            "SELECT j.version, j.produced FROM workflows w JOIN journal j INDEXED BY journal_consumed \
+             ON j.wf = w.seq WHERE w.id = ?1 AND j.consumed_event_id = ?2 \
+             AND j.consumed_event_id IS NOT NULL ORDER BY j.version LIMIT 1",
         )
         .and_then(|mut s| s.query_row([id, event_id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .map_err(sql(id))?;
@@ -226,7 +228,8 @@ pub(crate) fn entry<R: DeserializeOwned>(
     let Ok(version) = i64::try_from(version) else { return Ok(None) };
     let row: Option<JournalRow> = conn
         .prepare_cached(
-            "SELECT version, at_ms, consumed, produced, record FROM journal WHERE id = ?1 AND version = ?2",
+            "SELECT j.version, j.at_ms, j.consumed, j.produced, j.record \
+             FROM workflows w JOIN journal j ON j.wf = w.seq WHERE w.id = ?1 AND j.version = ?2",
         )
         .and_then(|mut s| {
             s.query_row(params![id, version], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))

@@ -88,8 +88,32 @@ CREATE TABLE outbox (
 );
 ";
 
+/// Version 3: the journal becomes a rowid table keyed by the workflow's integer `seq` instead of
+/// a `WITHOUT ROWID` table keyed by the subject (about 200 bytes): entries of several kilobytes
+/// are appended at the end of the table instead of being inserted into a B-tree of long keys.
+/// Entries of workflows that no longer exist (none are left by the library) are dropped.
+const V3: &str = "
+CREATE TABLE journal_v3 (
+    seq INTEGER PRIMARY KEY,
+    wf INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    at_ms INTEGER NOT NULL,
+    consumed_event_id TEXT,
+    consumed TEXT,
+    produced TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+INSERT INTO journal_v3 (wf, version, at_ms, consumed_event_id, consumed, produced, record)
+    SELECT w.seq, j.version, j.at_ms, j.consumed_event_id, j.consumed, j.produced, j.record
+    FROM journal j JOIN workflows w ON w.id = j.id ORDER BY w.seq, j.version;
+DROP TABLE journal;
+ALTER TABLE journal_v3 RENAME TO journal;
+CREATE UNIQUE INDEX journal_version ON journal (wf, version);
+CREATE INDEX journal_consumed ON journal (wf, consumed_event_id, version) WHERE consumed_event_id IS NOT NULL;
+";
+
 /// The migration steps, oldest first: step `i` leads to version `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this library writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -125,4 +149,50 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenErro
         version: SCHEMA_VERSION,
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_version_1_journal_is_carried_over_to_integer_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        let mut conn = Connection::open(&path).unwrap();
+        conn.execute_batch(V1).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        conn.execute_batch(
+            "INSERT INTO workflows (id, version, record, source, created_at_ms, updated_at_ms) \
+                 VALUES ('other', 1, '\"o\"', 's', 0, 0), ('wf', 2, '\"b\"', 's', 0, 0);
+             INSERT INTO journal (id, version, at_ms, consumed_event_id, consumed, produced, record) VALUES
+                 ('wf', 2, 20, 'e-2', NULL, '[]', '\"b\"'),
+                 ('wf', 1, 10, 'e-1', NULL, '[]', '\"a\"'),
+                 ('other', 1, 5, NULL, NULL, '[]', '\"o\"'),
+                 ('gone', 1, 5, NULL, NULL, '[]', '\"x\"');",
+        )
+        .unwrap();
+        migrate(&mut conn, &path).unwrap();
+        let rows: Vec<(String, i64, i64, Option<String>)> = conn
+            .prepare(
+                "SELECT w.id, j.version, j.at_ms, j.consumed_event_id FROM journal j \
+                 JOIN workflows w ON w.seq = j.wf ORDER BY w.id, j.version",
+            )
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            [
+                ("other".to_owned(), 1, 5, None),
+                ("wf".to_owned(), 1, 10, Some("e-1".to_owned())),
+                ("wf".to_owned(), 2, 20, Some("e-2".to_owned())),
+            ],
+            "every entry of an existing workflow is kept, keyed by its workflow's seq"
+        );
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+    }
 }

@@ -123,7 +123,8 @@ async fn the_checkpointer_copies_the_log_into_the_database_file() {
     let big = "x".repeat(2_000);
     let mut sizes = Vec::new();
     for (path, every) in [(&fast, Duration::from_millis(10)), (&idle, Duration::from_secs(3_600))] {
-        let m = orchestrator_sqlite::SqliteConfig::new(path).checkpoint_every(every).open::<String>().unwrap();
+        let m =
+            orchestrator_sqlite::SqliteConfig::new(path).checkpoint_every(every).open::<String>().unwrap();
         for i in 0..300 {
             let id = format!("wf-{i}");
             m.write(&id, &big, None, None, &WriteMeta::new(&id, "s")).await.unwrap();
@@ -135,5 +136,9 @@ async fn the_checkpointer_copies_the_log_into_the_database_file() {
     // 300 records of 2 kB: the checkpointer has copied them into the file; with it idle, the
     // writer (which only checkpoints a much longer log) has not.
     assert!(sizes[0] > 500_000, "checkpointed: the file holds the records ({} bytes)", sizes[0]);
-    assert!(sizes[1] < 100_000, "not checkpointed yet: the records are still in the log ({} bytes)", sizes[1]);
+    assert!(
+        sizes[1] < 100_000,
+        "not checkpointed yet: the records are still in the log ({} bytes)",
+        sizes[1]
+    );
 }

@@ -167,7 +167,11 @@ async fn a_corrupt_record_is_a_backend_error_not_a_panic() {
         let raw = rusqlite::Connection::open(&path).unwrap();
         raw.busy_timeout(Duration::from_secs(5)).unwrap();
         raw.execute("UPDATE workflows SET record = '{not json' WHERE id = 'wf'", []).unwrap();
-        raw.execute("UPDATE journal SET produced = '[{\"id\": 1}]' WHERE id = 'wf'", []).unwrap();
+        raw.execute(
+            "UPDATE journal SET produced = '[{\"id\": 1}]' WHERE wf = (SELECT seq FROM workflows WHERE id = 'wf')",
+            [],
+        )
+        .unwrap();
     }
     for err in [
         m.read("wf").await.map(|_| ()).unwrap_err(),

@@ -82,10 +82,17 @@ fn the_hot_queries_use_their_indexes() {
     );
     assert!(due.contains("workflows_wake") && !due.contains("TEMP B-TREE"), "{due}");
     let produced = plan(
-        "SELECT version, produced FROM journal INDEXED BY journal_consumed \
-         WHERE id = 'a' AND consumed_event_id = 'e' ORDER BY version LIMIT 1",
+        "SELECT j.version, j.produced FROM workflows w JOIN journal j INDEXED BY journal_consumed \
+         ON j.wf = w.seq WHERE w.id = 'a' AND j.consumed_event_id = 'e' \
+         AND j.consumed_event_id IS NOT NULL ORDER BY j.version LIMIT 1",
     );
     assert!(produced.contains("journal_consumed") && !produced.contains("TEMP B-TREE"), "{produced}");
+    let history = plan(
+        "SELECT j.version, j.at_ms, j.consumed, j.produced, j.record \
+         FROM workflows w JOIN journal j ON j.wf = w.seq \
+         WHERE w.id = 'a' AND j.version > 3 ORDER BY j.version LIMIT 10",
+    );
+    assert!(history.contains("journal_version") && !history.contains("TEMP B-TREE"), "{history}");
     let children = plan("SELECT id FROM workflows WHERE parent_subject = 'p' ORDER BY seq");
     assert!(children.contains("workflows_parent") && !children.contains("TEMP B-TREE"), "{children}");
 }
