@@ -271,7 +271,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         // A panic in the core step (a machine's action, a resumable's function) is an ordinary
         // failure: the latch is written and the lease released, instead of a lost worker.
         let step =
-            CatchPanic(Box::pin(exec.instrument(self.core.step(input)))).await.unwrap_or_else(|panic| {
+            CatchPanic(std::pin::pin!(exec.instrument(self.core.step(input)))).await.unwrap_or_else(|panic| {
                 Err(StepError::Failure(Box::new(NamedError::new(
                     "Panic",
                     format!("the orchestrator panicked: {panic}"),
