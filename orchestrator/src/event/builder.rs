@@ -110,6 +110,14 @@ impl EventBuilder {
         self
     }
 
+    /// Sets the subject to `event`'s, sharing its parsed orchestration subject when it has one
+    /// (so the new event's consumer does not decode it again).
+    pub(crate) fn subject_of(mut self, event: &Event) -> Self {
+        self.subject = Some(event.subject.clone());
+        self.parsed_subject = event.parsed_subject.get().cloned();
+        self
+    }
+
     /// Sets the payload object (required).
     pub fn data(mut self, data: Map<String, Value>) -> Self {
         self.data = Some(Ok(data));

@@ -1,16 +1,19 @@
 //! [`InMemory`]: a concurrency-safe memory for one process.
 
-use std::collections::hash_map::{DefaultHasher, Entry};
-use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
-use std::sync::Mutex;
+use std::collections::VecDeque;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use super::{Journal, JournalRecord, Lease, Memory, MemoryError, Stored, Wake, WriteMeta, check_id};
 use crate::event::Event;
 
 const SHARDS: usize = 16;
+
+/// The workflows of one shard, by id. Ids are hashed with foldhash (hashbrown's default: fast on
+/// long subject strings, seeded per map) and looked up by `&str`, so a lookup allocates nothing.
+type ShardMap<R> = hashbrown::HashMap<String, Slot<R>>;
 
 /// What [`Memory::cleanup`] does with a finished workflow's record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,13 +61,14 @@ impl Default for InMemoryConfig {
 }
 
 struct Slot<R> {
-    record: Option<Stored<R>>,
+    /// The record and its version, shared with the journal entry that wrote it.
+    record: Option<(Arc<R>, u64)>,
     /// The current lease: (token, expiry).
     lease: Option<(u64, SystemTime)>,
     /// The wake-up of the last write.
     wake_at: Option<SystemTime>,
     /// The journal, oldest first (when journaling).
-    journal: Vec<JournalRecord<R>>,
+    journal: Vec<Journaled<R>>,
     /// The parent workflow, once known.
     parent: Option<String>,
 }
@@ -72,6 +76,27 @@ struct Slot<R> {
 impl<R> Default for Slot<R> {
     fn default() -> Self {
         Self { record: None, lease: None, wake_at: None, journal: Vec::new(), parent: None }
+    }
+}
+
+/// One journal entry as kept in memory: a [`JournalRecord`] whose record is shared with the slot.
+struct Journaled<R> {
+    version: u64,
+    at: SystemTime,
+    consumed: Option<Event>,
+    produced: Vec<Event>,
+    record: Arc<R>,
+}
+
+impl<R: Clone> Journaled<R> {
+    fn to_record(&self) -> JournalRecord<R> {
+        JournalRecord {
+            version: self.version,
+            at: self.at,
+            consumed: self.consumed.clone(),
+            produced: self.produced.clone(),
+            record: R::clone(&self.record),
+        }
     }
 }
 
@@ -95,7 +120,9 @@ impl<R> Default for Slot<R> {
 /// # }).unwrap();
 /// ```
 pub struct InMemory<R> {
-    shards: Vec<Mutex<HashMap<String, Slot<R>>>>,
+    shards: Vec<Mutex<ShardMap<R>>>,
+    /// Picks the shard of an id.
+    shard_hasher: hashbrown::DefaultHashBuilder,
     finished: Mutex<VecDeque<(SystemTime, String)>>,
     /// Fencing tokens come from one counter, so they grow per workflow even when a slot is
     /// dropped and recreated.
@@ -119,7 +146,8 @@ impl<R> InMemory<R> {
     /// A memory with these settings.
     pub fn new(config: InMemoryConfig) -> Self {
         Self {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS).map(|_| Mutex::new(ShardMap::default())).collect(),
+            shard_hasher: hashbrown::DefaultHashBuilder::default(),
             finished: Mutex::new(VecDeque::new()),
             next_token: AtomicU64::new(1),
             config,
@@ -141,17 +169,16 @@ impl<R> InMemory<R> {
         self.len() == 0
     }
 
-    fn shard(&self, id: &str) -> &Mutex<HashMap<String, Slot<R>>> {
-        let mut hasher = DefaultHasher::new();
-        id.hash(&mut hasher);
-        &self.shards[(hasher.finish() as usize) % SHARDS]
+    fn shard(&self, id: &str) -> &Mutex<ShardMap<R>> {
+        let hash = self.shard_hasher.hash_one(id);
+        &self.shards[(hash >> 32) as usize % SHARDS]
     }
 
     /// One attempt at taking the lease.
     fn try_lock(&self, id: &str) -> Option<Lease> {
         let now = SystemTime::now();
         let mut shard = lock_shard(self.shard(id));
-        let slot = shard.entry(id.to_owned()).or_default();
+        let slot = shard.entry_ref(id).or_default();
         if let Some((_, expires)) = slot.lease
             && expires > now
         {
@@ -182,13 +209,13 @@ impl<R> InMemory<R> {
     fn remove_unleased(&self, id: &str) {
         let now = SystemTime::now();
         let mut shard = lock_shard(self.shard(id));
-        if let Entry::Occupied(entry) = shard.entry(id.to_owned()) {
-            let leased = entry.get().lease.is_some_and(|(_, expires)| expires > now);
+        if let Some(slot) = shard.get_mut(id) {
+            let leased = slot.lease.is_some_and(|(_, expires)| expires > now);
             if !leased {
-                entry.remove();
+                shard.remove(id);
             } else {
                 // Leased (a late event is being handled): keep the fencing state, drop the record.
-                entry.into_mut().record = None;
+                slot.record = None;
             }
         }
     }
@@ -203,7 +230,9 @@ fn lock_shard<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
     async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
         check_id(id)?;
-        Ok(lock_shard(self.shard(id)).get(id).and_then(|slot| slot.record.clone()))
+        let shard = lock_shard(self.shard(id));
+        let stored = shard.get(id).and_then(|slot| slot.record.as_ref());
+        Ok(stored.map(|(record, version)| Stored { record: R::clone(record), version: *version }))
     }
 
     async fn write(
@@ -217,7 +246,7 @@ impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
         check_id(id)?;
         let now = SystemTime::now();
         let mut shard = lock_shard(self.shard(id));
-        let slot = shard.entry(id.to_owned()).or_default();
+        let slot = shard.entry_ref(id).or_default();
         if let Some(lease) = lease {
             let current =
                 matches!(slot.lease, Some((token, expires)) if token == lease.token && expires > now);
@@ -225,12 +254,12 @@ impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
                 return Err(MemoryError::StaleLease { id: id.to_owned(), token: lease.token });
             }
         }
-        let found = slot.record.as_ref().map(|s| s.version);
+        let found = slot.record.as_ref().map(|(_, version)| *version);
         if found != prev {
             return Err(MemoryError::Conflict { id: id.to_owned(), expected: prev, found });
         }
         let version = found.unwrap_or(0) + 1;
-        slot.record = Some(Stored { record: record.clone(), version });
+        let record = Arc::new(record.clone());
         slot.wake_at = meta.wake_at;
         if let super::Materialized::Resolved(Some(parent)) = meta.parent_subject
             && slot.parent.is_none()
@@ -240,14 +269,15 @@ impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
         if self.config.journal
             && let Some(entry) = &meta.entry
         {
-            slot.journal.push(JournalRecord {
+            slot.journal.push(Journaled {
                 version,
                 at: entry.at,
                 consumed: entry.consumed.cloned(),
                 produced: entry.produced.to_vec(),
-                record: record.clone(),
+                record: Arc::clone(&record),
             });
         }
+        slot.record = Some((record, version));
         Ok(version)
     }
 
@@ -335,14 +365,16 @@ impl<R: Clone + Send + Sync> Journal<R> for InMemory<R> {
         check_id(id)?;
         let shard = lock_shard(self.shard(id));
         Ok(shard.get(id).map_or_else(Vec::new, |slot| {
-            slot.journal.iter().filter(|e| e.version > after).take(limit).cloned().collect()
+            slot.journal.iter().filter(|e| e.version > after).take(limit).map(Journaled::to_record).collect()
         }))
     }
 
     async fn entry(&self, id: &str, version: u64) -> Result<Option<JournalRecord<R>>, MemoryError> {
         check_id(id)?;
         let shard = lock_shard(self.shard(id));
-        Ok(shard.get(id).and_then(|slot| slot.journal.iter().find(|e| e.version == version).cloned()))
+        Ok(shard
+            .get(id)
+            .and_then(|slot| slot.journal.iter().find(|e| e.version == version).map(Journaled::to_record)))
     }
 
     async fn children(&self, id: &str) -> Result<Vec<String>, MemoryError> {

@@ -1,5 +1,6 @@
 //! [`Lifecycle`]: validate subject → lock → read → gate → core step → persist → unlock.
 
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -151,7 +152,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
     }
 
     async fn run(&self, event: &Event, exec: &Execution) -> Result<Vec<Event>, Violation> {
-        let subject = Subject::parse(event.subject()).map_err(|e| {
+        let subject = event.orchestration_subject().cloned().map_err(|e| {
             Violation::execution(format!(
                 "Invalid event (id={}) subject format. Expected an ArvoOrchestrationSubject but received '{}': {e}",
                 event.id(),
@@ -270,13 +271,12 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         };
         // A panic in the core step (a machine's action, a resumable's function) is an ordinary
         // failure: the latch is written and the lease released, instead of a lost worker.
-        let step =
-            CatchPanic(Box::pin(exec.instrument(self.core.step(input)))).await.unwrap_or_else(|panic| {
-                Err(StepError::Failure(Box::new(NamedError::new(
-                    "Panic",
-                    format!("the orchestrator panicked: {panic}"),
-                ))))
-            });
+        let step = CatchPanic(pin!(exec.instrument(self.core.step(input)))).await.unwrap_or_else(|panic| {
+            Err(StepError::Failure(Box::new(NamedError::new(
+                "Panic",
+                format!("the orchestrator panicked: {panic}"),
+            ))))
+        });
         match step {
             Ok(output) => {
                 exec.orchestration_status(if output.done { "done" } else { "active" });

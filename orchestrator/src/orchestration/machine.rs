@@ -189,13 +189,14 @@ pub(super) fn request_events(
         let options = &request.options;
         let redirectto = options.redirectto.as_deref().unwrap_or(source);
         for domain in resolve_all(options.domains.as_deref().unwrap_or(service_domains), &ctx) {
+            // The event shares the parsed subject, so its consumer need not decode it again.
             let subject = if is_child {
-                child_subject(source, request, redirectto, domain.as_deref())?.as_str().to_owned()
+                &child_subject(source, request, redirectto, domain.as_deref())?
             } else {
-                event.subject().to_owned()
+                input.subject
             };
             let mut base = base(source, input)
-                .subject(subject)
+                .orchestration_subject(subject)
                 .to(options.to.as_deref().unwrap_or(request.event_type))
                 .redirectto(redirectto)
                 .parentid(event.id())
@@ -268,10 +269,11 @@ pub(super) fn completion_events(
     let ctx =
         DomainContext::for_event(event).parent_subject(input.parent_subject).contract_domain(vc.domain());
     let to = input.subject.meta("redirectto").unwrap_or(input.subject.initiator());
-    let base = base(source, input)
-        .subject(input.parent_subject.unwrap_or(event.subject()))
-        .to(to)
-        .parentid(input.init_event_id);
+    let base = match input.parent_subject {
+        Some(parent) => base(source, input).subject(parent),
+        None => base(source, input).orchestration_subject(input.subject),
+    };
+    let base = base.to(to).parentid(input.init_event_id);
     resolve_all(complete_domains, &ctx)
         .into_iter()
         .map(|domain| {

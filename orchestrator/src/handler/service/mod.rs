@@ -488,7 +488,7 @@ impl Inner {
                 };
             let mut base = Event::builder()
                 .source(self.contract.r#type())
-                .subject(event.subject())
+                .subject_of(event)
                 .parentid(event.id())
                 .to(emit.to.as_deref().or(event.redirectto()).unwrap_or(event.source()))
                 .redirectto_opt(emit.redirectto.as_deref())
