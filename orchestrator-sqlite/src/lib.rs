@@ -80,7 +80,7 @@ use std::time::{Duration, SystemTime};
 
 use orchestrator::event::Event;
 use orchestrator::memory::{
-    Journal, JournalRecord, Lease, Materialized, Memory, MemoryError, Stored, Wake, WriteMeta,
+    Journal, JournalRecord, Lease, Lookup, Materialized, Memory, MemoryError, Stored, Wake, WriteMeta,
 };
 use orchestrator::outbox::{Outbox, Pending};
 use rusqlite::Connection;
@@ -322,6 +322,23 @@ where
         check_id(id)?;
         let event_id = event_id.to_owned();
         read(&self.readers, id, move |conn, id| reads::produced(conn, id, &event_id)).await
+    }
+
+    async fn lookup(&self, id: &str, event_id: &str) -> Result<Lookup<R>, MemoryError> {
+        check_id(id)?;
+        let event_id = event_id.to_owned();
+        // One read connection, one hand-off to the blocking pool. No snapshot is needed: the
+        // journal entry of an event is committed with the record that consumed it, so an entry
+        // found is the answer whatever the record read before it.
+        read(&self.readers, id, move |conn, id| {
+            let stored = reads::record(conn, id, Tables::Live)?;
+            let produced = match stored {
+                Some(_) => reads::produced(conn, id, &event_id)?,
+                None => None,
+            };
+            Ok(Lookup { stored, produced })
+        })
+        .await
     }
 
     async fn cleanup(&self, id: &str) -> Result<(), MemoryError> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use std::time::SystemTime;
 
-use super::{Lease, Memory, MemoryError, Stored, Wake, WriteMeta};
+use super::{Lease, Lookup, Memory, MemoryError, Stored, Wake, WriteMeta};
 use crate::event::Event;
 
 /// A boxed `Send` future.
@@ -41,6 +41,12 @@ pub trait DynMemory<R>: Send + Sync {
         id: &'a str,
         event_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<Vec<Event>>, MemoryError>>;
+    /// See [`Memory::lookup`].
+    fn lookup_dyn<'a>(
+        &'a self,
+        id: &'a str,
+        event_id: &'a str,
+    ) -> BoxFuture<'a, Result<Lookup<R>, MemoryError>>;
     /// See [`Memory::lock`].
     fn lock_dyn<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Lease>, MemoryError>>;
     /// See [`Memory::unlock`].
@@ -72,6 +78,13 @@ impl<R: Sync + Send + 'static, M: Memory<R>> DynMemory<R> for M {
         event_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<Vec<Event>>, MemoryError>> {
         Box::pin(self.produced(id, event_id))
+    }
+    fn lookup_dyn<'a>(
+        &'a self,
+        id: &'a str,
+        event_id: &'a str,
+    ) -> BoxFuture<'a, Result<Lookup<R>, MemoryError>> {
+        Box::pin(self.lookup(id, event_id))
     }
     fn lock_dyn<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Lease>, MemoryError>> {
         Box::pin(self.lock(id))
@@ -105,6 +118,9 @@ impl<R: Sync + Send + 'static> Memory<R> for Arc<dyn DynMemory<R>> {
     }
     async fn produced(&self, id: &str, event_id: &str) -> Result<Option<Vec<Event>>, MemoryError> {
         (**self).produced_dyn(id, event_id).await
+    }
+    async fn lookup(&self, id: &str, event_id: &str) -> Result<Lookup<R>, MemoryError> {
+        (**self).lookup_dyn(id, event_id).await
     }
     async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
         (**self).lock_dyn(id).await
@@ -144,6 +160,9 @@ impl<R: Sync + Send + 'static, M: Memory<R>> Memory<R> for Arc<M> {
     }
     async fn produced(&self, id: &str, event_id: &str) -> Result<Option<Vec<Event>>, MemoryError> {
         (**self).produced(id, event_id).await
+    }
+    async fn lookup(&self, id: &str, event_id: &str) -> Result<Lookup<R>, MemoryError> {
+        (**self).lookup(id, event_id).await
     }
     async fn cleanup(&self, id: &str) -> Result<(), MemoryError> {
         (**self).cleanup(id).await

@@ -99,6 +99,17 @@ pub struct JournalEntry<'a> {
     pub produced: &'a [Event],
 }
 
+/// What [`Memory::lookup`] finds for one delivery: the workflow's record and, if the workflow
+/// already consumed the event, the events it produced then.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lookup<R> {
+    /// The record and its version, or `None`.
+    pub stored: Option<Stored<R>>,
+    /// The events produced when the event was first consumed (journaling backends; `None` when
+    /// it was not consumed yet, when there is no record, or without a journal).
+    pub produced: Option<Vec<Event>>,
+}
+
 /// A workflow due for a wake-up (see [`Memory::due`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wake {
@@ -201,6 +212,23 @@ pub trait Memory<R>: Send + Sync {
     ) -> impl Future<Output = Result<Option<Vec<Event>>, MemoryError>> + Send {
         let _ = (id, event_id);
         async { Ok(None) }
+    }
+
+    /// [`Memory::read`] and, when there is a record, [`Memory::produced`] for `event_id`: what
+    /// the lifecycle needs before running an event. A backend can answer both in one round trip
+    /// from one snapshot; the default makes the two calls.
+    fn lookup(&self, id: &str, event_id: &str) -> impl Future<Output = Result<Lookup<R>, MemoryError>> + Send
+    where
+        R: Send,
+    {
+        async move {
+            let stored = self.read(id).await?;
+            let produced = match stored {
+                Some(_) => self.produced(id, event_id).await?,
+                None => None,
+            };
+            Ok(Lookup { stored, produced })
+        }
     }
 
     /// Called once when workflow `id` completes; applies the backend's retention policy.

@@ -15,7 +15,7 @@ use crate::emit::{
 };
 use crate::event::Event;
 use crate::handler::EventHandler;
-use crate::memory::{JournalEntry, Lease, Materialized, Memory, MemoryError, Stored, WriteMeta};
+use crate::memory::{JournalEntry, Lease, Lookup, Materialized, Memory, MemoryError, Stored, WriteMeta};
 use crate::subject::Subject;
 use crate::telemetry::{Execution, ExecutionKind, MemoryOp, Telemetry};
 use crate::violation::{TransactionCause, Violation};
@@ -209,31 +209,23 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         lease: Option<&Lease>,
         exec: &Execution,
     ) -> Result<(Vec<Event>, bool), Violation> {
-        let stored = self.read(subject.as_str(), exec).await.map_err(|e| {
-            Violation::transaction(
-                TransactionCause::ReadFailure,
-                format!("Error reading state for event (subject={}): {e}", subject.as_str()),
-            )
-        })?;
+        let Lookup { stored, produced } =
+            self.lookup(subject.as_str(), event.id(), exec).await.map_err(|e| {
+                Violation::transaction(
+                    TransactionCause::ReadFailure,
+                    format!("Error reading state for event (subject={}): {e}", subject.as_str()),
+                )
+            })?;
+        if let Some(events) = produced {
+            // A redelivered event gets what it produced the first time (journaling backends).
+            return Ok((events, false));
+        }
         let is_init = event.r#type() == self.core.source();
         let is_wake = event.r#type() == self.wake_type;
         let (record, version) = match &stored {
             Some(Stored { record, version }) => (Some(record), Some(*version)),
             None => (None, None),
         };
-        if record.is_some() {
-            // A redelivered event gets what it produced the first time (journaling backends).
-            let journaled = self.memory.produced(subject.as_str(), event.id()).await.map_err(|e| {
-                Violation::transaction(
-                    TransactionCause::ReadFailure,
-                    format!("Error reading the journal for event (subject={}): {e}", subject.as_str()),
-                )
-            })?;
-            if let Some(events) = journaled {
-                // OpenTelemetry: an idempotent replay of a journaled execution.
-                return Ok((events, false));
-            }
-        }
         match record {
             Some(r) if r.is_failed() || r.done => return Ok((Vec::new(), false)),
             Some(r) if r.last_event_id.as_deref() == Some(event.id()) => return Ok((Vec::new(), false)),
@@ -369,15 +361,21 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         lease
     }
 
-    /// [`Memory::read`] in a `Read Simple Memory` span.
-    async fn read(&self, id: &str, exec: &Execution) -> Result<Option<Stored<WorkflowRecord>>, MemoryError> {
+    /// [`Memory::lookup`] (the record and the journaled answer to the event) in a
+    /// `Read Simple Memory` span.
+    async fn lookup(
+        &self,
+        id: &str,
+        event_id: &str,
+        exec: &Execution,
+    ) -> Result<Lookup<WorkflowRecord>, MemoryError> {
         let mut span = exec.memory(MemoryOp::Read, id);
-        let stored = self.memory.read(id).await;
-        if let Ok(stored) = &stored {
-            span.record_bytes(stored.as_ref().map(|s| &s.record));
+        let found = self.memory.lookup(id, event_id).await;
+        if let Ok(found) = &found {
+            span.record_bytes(found.stored.as_ref().map(|s| &s.record));
         }
-        span.result(&stored);
-        stored
+        span.result(&found);
+        found
     }
 }
 
