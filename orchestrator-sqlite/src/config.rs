@@ -81,6 +81,11 @@ pub struct SqliteConfig {
     pub max_group: usize,
     /// How many idle read connections are kept open.
     pub readers: usize,
+    /// The name this store's leases are held under, unique to one live process at a time (a
+    /// node or worker name that stays the same across restarts). Opening the store releases
+    /// the leases a previous run under the same name held: after a crash, its workflows are
+    /// free at once instead of after `lease_ttl`. `None` (the default): leases only lapse.
+    pub owner: Option<String>,
     /// How often the checkpointer thread copies the write-ahead log back into the database file
     /// (the writer thread then only appends and commits).
     pub checkpoint_every: Duration,
@@ -101,6 +106,7 @@ impl SqliteConfig {
             max_group: 1024,
             readers: 4,
             checkpoint_every: Duration::from_millis(100),
+            owner: None,
         }
     }
 
@@ -152,6 +158,13 @@ impl SqliteConfig {
     #[must_use]
     pub fn readers(mut self, readers: usize) -> Self {
         self.readers = readers;
+        self
+    }
+
+    /// Sets [`SqliteConfig::owner`].
+    #[must_use]
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
         self
     }
 

@@ -151,6 +151,12 @@ impl<R> SqliteMemory<R> {
     pub fn open(config: SqliteConfig) -> Result<Self, OpenError> {
         let mut conn = open_connection(&config)?;
         schema::migrate(&mut conn, &config.path)?;
+        if let Some(owner) = &config.owner {
+            // This owner's previous run is gone (owner names are unique to one live process):
+            // what it held is free now rather than after the leases' TTL.
+            ops::release_owner(&conn, owner)
+                .map_err(|source| OpenError::Open { path: config.path.clone(), source })?;
+        }
         // The checkpointer thread copies the WAL back; the writer only steps in if it lags.
         conn.pragma_update(None, "wal_autocheckpoint", checkpoint::WRITER_AUTOCHECKPOINT)
             .map_err(|source| OpenError::Open { path: config.path.clone(), source })?;
@@ -292,7 +298,11 @@ where
         let mut delay = self.config.retry_delay;
         for attempt in 0..=self.config.lock_retries {
             let owned = id.to_owned();
-            let lease = self.writer.submit(id, move |conn, now| ops::lock(conn, &owned, ttl, now)).await?;
+            let owner = self.config.owner.clone();
+            let lease = self
+                .writer
+                .submit(id, move |conn, now| ops::lock(conn, &owned, owner.as_deref(), ttl, now))
+                .await?;
             if lease.is_some() {
                 return Ok(lease);
             }

@@ -137,6 +137,7 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
 pub(crate) fn lock(
     conn: &Connection,
     id: &str,
+    owner: Option<&str>,
     ttl: Duration,
     now: i64,
 ) -> Result<Option<Lease>, MemoryError> {
@@ -155,15 +156,22 @@ pub(crate) fn lock(
         .map_err(&sql)?;
     let expires = now.saturating_add(duration_ms(ttl));
     conn.prepare_cached(
-        "INSERT INTO leases (id, token, expires_at_ms) VALUES (?1, ?2, ?3) \
-         ON CONFLICT (id) DO UPDATE SET token = excluded.token, expires_at_ms = excluded.expires_at_ms",
+        "INSERT INTO leases (id, token, expires_at_ms, owner) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (id) DO UPDATE SET token = excluded.token, expires_at_ms = excluded.expires_at_ms, \
+         owner = excluded.owner",
     )
-    .and_then(|mut s| s.execute(params![id, token, expires]))
+    .and_then(|mut s| s.execute(params![id, token, expires, owner]))
     .map_err(&sql)?;
     let token = u64::try_from(token)
         .map_err(|_| backend(id, SqliteError::Invalid { what: "fencing token", value: token }))?;
     let expires_at = from_ms("lease expiry", expires).map_err(|e| backend(id, e))?;
     Ok(Some(Lease { id: id.to_owned(), token, expires_at }))
+}
+
+/// Releases every lease held under `owner` (a previous run of this owner, now gone); returns how
+/// many.
+pub(crate) fn release_owner(conn: &Connection, owner: &str) -> rusqlite::Result<usize> {
+    conn.prepare_cached("DELETE FROM leases WHERE owner = ?1")?.execute([owner])
 }
 
 /// Releases the lease `token` of `id`; true when it was current and unexpired.

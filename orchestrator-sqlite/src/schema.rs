@@ -112,8 +112,15 @@ CREATE UNIQUE INDEX journal_version ON journal (wf, version);
 CREATE INDEX journal_consumed ON journal (wf, consumed_event_id, version) WHERE consumed_event_id IS NOT NULL;
 ";
 
+/// Version 4: leases record their owner (see `SqliteConfig::owner`), so that a process
+/// restarting under the same owner name releases what its previous, crashed run held.
+const V4: &str = "
+ALTER TABLE leases ADD COLUMN owner TEXT;
+CREATE INDEX leases_owner ON leases (owner) WHERE owner IS NOT NULL;
+";
+
 /// The migration steps, oldest first: step `i` leads to version `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this library writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

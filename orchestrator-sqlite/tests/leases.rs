@@ -96,3 +96,39 @@ fn the_hot_queries_use_their_indexes() {
     let children = plan("SELECT id FROM workflows WHERE parent_subject = 'p' ORDER BY seq");
     assert!(children.contains("workflows_parent") && !children.contains("TEMP B-TREE"), "{children}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_under_the_same_owner_frees_what_its_crashed_run_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("owner.db");
+    let open = |owner: Option<&str>| {
+        let config = SqliteConfig::new(&path).lease_ttl(Duration::from_secs(60)).lock_retries(
+            0,
+            Duration::from_millis(1),
+            1.0,
+        );
+        match owner {
+            Some(owner) => config.owner(owner),
+            None => config,
+        }
+        .open::<String>()
+        .unwrap()
+    };
+    {
+        let crashed = open(Some("node-a"));
+        assert!(crashed.lock("wf").await.unwrap().is_some());
+        assert!(crashed.lock("other").await.unwrap().is_some());
+        // Dropped without unlocking, as a killed process would leave it.
+    }
+    assert!(
+        open(None).lock("wf").await.unwrap().is_none(),
+        "without an owner, the lease holds until its TTL"
+    );
+    assert!(open(Some("node-b")).lock("wf").await.unwrap().is_none(), "another owner's lease holds");
+    let restarted = open(Some("node-a"));
+    let lease = restarted.lock("wf").await.unwrap().expect("node-a's own stale lease was released on open");
+    assert!(restarted.lock("other").await.unwrap().is_some());
+    // The new run's leases are its own: another open under node-b still cannot take them.
+    assert!(open(Some("node-b")).lock("wf").await.unwrap().is_none());
+    assert!(restarted.unlock(&lease).await.unwrap());
+}

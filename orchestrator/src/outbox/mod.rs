@@ -17,8 +17,12 @@
 //! An orchestrator that consumed an event, persisted its state and crashed before its outbox step
 //! gets that event again: the journal answers with the events it produced the first time, with
 //! the same ids, without stepping the workflow twice ([`Memory::produced`](crate::memory::Memory::produced)).
-//! A crash test (`orchestrator-sqlite/tests/crash.rs`) kills a process running many workflows at
+//! A crash test (`orchestrator-sqlite/tests/crash.rs`) kills a process running 400 workflows at
 //! random moments and checks that every workflow completes exactly once.
+//!
+//! Leases: a killed process's leases lapse only after their TTL, so the events redelivered for
+//! the workflows it held would be refused until then (they stay in the outbox). A store that
+//! knows who held them can free them at once: `orchestrator_sqlite::SqliteConfig::owner`.
 //!
 //! What stays outside: events with a `domain` (they leave the broker for the domained-events
 //! callback and are not added), and events consumed by a handler that is not wrapped (they stay
