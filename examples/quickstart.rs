@@ -21,7 +21,7 @@ use orchestrator::orchestration::{Orchestrator, WorkflowRecord, history};
 use orchestrator::outbox::{Outbox, Outboxed, redeliver};
 use orchestrator::prelude::*;
 use orchestrator_examples::orders::{OrderFlow, OrderInput, OrderOutcome, OrderV1, services};
-use orchestrator_sqlite::SqliteMemory;
+use orchestrator_sqlite::SqliteConfig;
 
 const CLIENT: &str = "com.example.shop.frontend";
 
@@ -30,7 +30,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = Path::new("orchestrator-data/quickstart.sqlite");
     std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
     // Durable by default: WAL, synchronous=FULL, leases and the journal in one file.
-    let memory = Arc::new(SqliteMemory::<WorkflowRecord>::open_path(path)?);
+    // The owner name frees the leases a killed previous run held, at once instead of after
+    // their TTL (one live process per owner name).
+    let memory = Arc::new(SqliteConfig::new(path).owner("quickstart").open::<WorkflowRecord>()?);
 
     let orders = Orchestrator::builder(Arc::clone(&memory)).machine::<OrderFlow>().build()?;
     // Each handler moves its event forward in the outbox (consumed out, produced in) before the
