@@ -4,7 +4,12 @@
 //!
 //! ```sh
 //! cargo run --release -p orchestrator-benches --bin arvo-bench -- [--only a,b] [--scale F] [--runs R]
+//! cargo run --release -p orchestrator-benches --bin arvo-bench -- --list   # the workload names
 //! ```
+//!
+//! Modules: [`rig`] (the measuring FIFO loop), [`fanout`] (`orchestrator_fanout`), [`otel`] (the chain with
+//! a recording OpenTelemetry SDK provider), [`floor`] (the chain's work without the runtime), [`durable`]
+//! (the chain on SQLite).
 
 mod durable;
 pub mod fanout;
