@@ -161,6 +161,17 @@ fn the_parent_prints_each_run_and_the_median() {
     }
 }
 
+#[test]
+fn the_fan_out_width_is_a_parameter() {
+    let out = Command::new(EXE)
+        .args(["--single", "orchestrator_fanout", "--scale", SCALE, "--k", "3"])
+        .output()
+        .unwrap();
+    let line = json_line("orchestrator_fanout --k 3", &out);
+    check_line(&Expect { per_workflow: 7, ..expect("orchestrator_fanout", 21) }, &line);
+    assert_eq!(line["params"]["k"], 3);
+}
+
 /// `Command::spawn` with captured output.
 trait SpawnOutput {
     fn spawn_output(&mut self) -> std::process::Child;

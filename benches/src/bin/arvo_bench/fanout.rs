@@ -1,6 +1,6 @@
 //! `orchestrator_fanout`: the machine emits K = 10 `com.calc.add` calls on entry, collects each sum in
 //! its context and completes with their total once all K have arrived. One workflow at a time;
-//! 2K + 1 = 21 `execute()` calls per workflow (K + 1 orchestrator, K handler).
+//! 2K + 1 = 21 `execute()` calls per workflow (K + 1 orchestrator, K handler). `--k K` changes K.
 
 use orchestrator::orchestration::Orchestrator;
 use orchestrator::prelude::*;
@@ -11,7 +11,7 @@ use tokio::runtime::Runtime;
 use super::rig::{self, Client, Measured};
 use super::{BoxError, CLIENT, memory};
 
-/// Calls per workflow (Arvo's K).
+/// Default calls per workflow (Arvo's K).
 pub(crate) const K: u32 = 10;
 
 /// Starts a fan-out workflow: `add(a, j)` for `j` in `0..k`.
@@ -85,8 +85,11 @@ orchestrator::machine! {
     }
 }
 
-/// Starts fan-out workflows and expects `total = k·a + k(k−1)/2`.
-struct FanoutClient(EventFactory<FanoutV1>);
+/// Starts fan-out workflows of `k` calls and expects `total = k·a + k(k−1)/2`.
+struct FanoutClient {
+    factory: EventFactory<FanoutV1>,
+    k: u32,
+}
 
 impl Client for FanoutClient {
     const DONE_TYPE: &'static str = "arvo.orc.bench.fanout.done";
@@ -94,18 +97,19 @@ impl Client for FanoutClient {
 
     fn init(&self, i: usize) -> Result<(Event, f64), BoxError> {
         let a = (i % 1000) as f64;
-        let k = f64::from(K);
-        let init = self.0.init(FanoutInput { a, k: K }, Event::builder().source(CLIENT))?;
+        let k = f64::from(self.k);
+        let init = self.factory.init(FanoutInput { a, k: self.k }, Event::builder().source(CLIENT))?;
         Ok((init, k * a + k * (k - 1.0) / 2.0))
     }
 }
 
-/// The workload: `n` fan-out workflows, one at a time.
-pub(crate) fn run(rt: &Runtime, n: usize) -> Result<Measured, BoxError> {
+/// The workload: `n` fan-out workflows of `k` calls, one at a time.
+pub(crate) fn run(rt: &Runtime, n: usize, k: u32) -> Result<Measured, BoxError> {
     let orc = Orchestrator::builder(memory()).machine::<FanoutFlow>().build()?;
-    let per_workflow = 2 * K as usize + 1;
-    let mut m = rig::lifecycle(rt, orc, FanoutClient(EventFactory::new()), n, 1, per_workflow)?;
-    m.params["k"] = json!(K);
+    let per_workflow = 2 * k as usize + 1;
+    let client = FanoutClient { factory: EventFactory::new(), k };
+    let mut m = rig::lifecycle(rt, orc, client, n, 1, per_workflow)?;
+    m.params["k"] = json!(k);
     m.params["events_per_workflow"] = json!(per_workflow);
     Ok(m)
 }

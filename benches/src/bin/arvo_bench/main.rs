@@ -293,7 +293,7 @@ fn round(x: f64, digits: i32) -> f64 {
 }
 
 /// Runs one workload in this process and returns its JSON line.
-fn single(key: &str, scale: f64) -> Result<Value, BoxError> {
+fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
     let w = find(key)?;
     let n = ((w.n as f64 * scale).round() as usize).max(1);
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
@@ -301,7 +301,7 @@ fn single(key: &str, scale: f64) -> Result<Value, BoxError> {
         "service_handler" => service_handler(&rt, n)?,
         "orchestrator_chain" => chain(&rt, chain_orchestrator()?, n, 1)?,
         "orchestrator_chain_interleaved" => chain(&rt, chain_orchestrator()?, n, IN_FLIGHT)?,
-        "orchestrator_fanout" => fanout::run(&rt, n)?,
+        "orchestrator_fanout" => fanout::run(&rt, n, k)?,
         "resumable_chain" => chain(&rt, chain_resumable()?, n, 1)?,
         "resumable_chain_interleaved" => chain(&rt, chain_resumable()?, n, IN_FLIGHT)?,
         "orchestrator_chain_otel" => otel::chain_with_spans(&rt, n)?,
@@ -375,6 +375,8 @@ struct Args {
     only: Vec<String>,
     scale: f64,
     runs: usize,
+    /// Calls per fan-out workflow (`orchestrator_fanout` only).
+    k: u32,
     single: Option<String>,
 }
 
@@ -383,6 +385,7 @@ fn parse_args() -> Result<Args, BoxError> {
         only: WORKLOADS.iter().map(|w| w.key.to_owned()).collect(),
         scale: 1.0,
         runs: 3,
+        k: fanout::K,
         single: None,
     };
     let mut it = std::env::args().skip(1);
@@ -392,6 +395,7 @@ fn parse_args() -> Result<Args, BoxError> {
             "--only" => args.only = value()?.split(',').map(str::to_owned).collect(),
             "--scale" => args.scale = value()?.parse()?,
             "--runs" => args.runs = value()?.parse()?,
+            "--k" => args.k = value()?.parse()?,
             "--single" => args.single = Some(value()?),
             "--list" => {
                 for w in WORKLOADS {
@@ -400,7 +404,9 @@ fn parse_args() -> Result<Args, BoxError> {
                 std::process::exit(0);
             }
             "-h" | "--help" => {
-                println!("arvo-bench [--only NAME,...] [--scale F] [--runs R] [--single NAME] [--list]");
+                println!(
+                    "arvo-bench [--only NAME,...] [--scale F] [--runs R] [--single NAME] [--k K] [--list]"
+                );
                 println!("workloads: {}", WORKLOADS.iter().map(|w| w.key).collect::<Vec<_>>().join(", "));
                 std::process::exit(0);
             }
@@ -413,7 +419,7 @@ fn parse_args() -> Result<Args, BoxError> {
 fn main() -> Result<(), BoxError> {
     let args = parse_args()?;
     if let Some(name) = &args.single {
-        println!("{}", single(name, args.scale)?);
+        println!("{}", single(name, args.scale, args.k)?);
         return Ok(());
     }
     let exe = std::env::current_exe()?;
@@ -421,8 +427,9 @@ fn main() -> Result<(), BoxError> {
         find(name)?;
         let mut runs = Vec::with_capacity(args.runs);
         for _ in 0..args.runs {
-            let out =
-                Command::new(&exe).args(["--single", name, "--scale", &args.scale.to_string()]).output()?;
+            let out = Command::new(&exe)
+                .args(["--single", name, "--scale", &args.scale.to_string(), "--k", &args.k.to_string()])
+                .output()?;
             if !out.status.success() {
                 return Err(format!("`{name}` failed: {}", String::from_utf8_lossy(&out.stderr)).into());
             }
