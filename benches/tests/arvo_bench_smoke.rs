@@ -96,6 +96,11 @@ fn check_line(e: &Expect, line: &Value) {
     let (p50, p99, max) = (num(line, "p50_us"), num(line, "p99_us"), num(line, "max_us"));
     assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{key}: p50 {p50} p99 {p99} max {max}");
     assert!(num(line, "peak_rss_mb") > 0.0, "{key}: peak_rss_mb");
+    if e.samples_per_workflow.is_none() {
+        // Single-threaded workloads also report the measuring thread's on-CPU time.
+        assert!(num(&line["params"], "cpu_s") > 0.0, "{key}: cpu_s");
+        assert!(num(&line["params"], "events_per_cpu_s") > 0.0, "{key}: events_per_cpu_s");
+    }
 }
 
 #[test]

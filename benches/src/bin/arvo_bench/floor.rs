@@ -26,7 +26,7 @@ use orchestrator::prelude::*;
 use orchestrator_examples::calculator::services;
 use serde_json::json;
 
-use super::rig::{Client, Measured, Recorder, warmup_units};
+use super::rig::{Client, Measured, Phase, Recorder, warmup_units};
 use super::{BoxError, ChainClient, ChainFlow, ChainOutput, chain_orchestrator};
 
 /// Recorded workflows whose events are replayed.
@@ -116,11 +116,11 @@ pub(crate) fn chain(n: usize) -> Result<Measured, BoxError> {
         workflow(&pool, w, &mut rec)?;
     }
     let mut rec = Recorder::with_capacity(n * 5);
-    let t0 = Instant::now();
+    let phase = Phase::start();
     for w in 0..n {
         workflow(&pool, w, &mut rec)?;
     }
-    let wall = t0.elapsed();
+    let (wall, cpu_s) = phase.stop();
 
     let parsed = pool
         .iter()
@@ -162,5 +162,5 @@ pub(crate) fn chain(n: usize) -> Result<Measured, BoxError> {
             "serialize": (serialize * 100.0).round() / 100.0,
         },
     });
-    Ok(Measured { workflows: n, rec, wall, params })
+    Ok(Measured { workflows: n, rec, wall, cpu_s, params })
 }

@@ -18,7 +18,6 @@ mod otel;
 mod rig;
 
 use std::process::Command;
-use std::time::Instant;
 
 use orchestrator::handler::EventHandler;
 use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
@@ -29,7 +28,7 @@ use orchestrator_examples::calculator::{AddV1, MulV1, Operands, Product, Sum, se
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
-use rig::{Client, Measured, Recorder, warmup_units};
+use rig::{Client, Measured, Phase, Recorder, warmup_units};
 
 type Mem = InMemory<WorkflowRecord>;
 type BoxError = Box<dyn std::error::Error>;
@@ -258,12 +257,12 @@ fn service_handler(rt: &Runtime, n: usize) -> Result<Measured, BoxError> {
         check(&mut rec, i)?;
     }
     let mut rec = Recorder::with_capacity(n);
-    let t0 = Instant::now();
+    let phase = Phase::start();
     for i in 0..n {
         check(&mut rec, i)?;
     }
-    let wall = t0.elapsed();
-    Ok(Measured { workflows: n, rec, wall, params: json!({ "pool": POOL, "warmup": warmup }) })
+    let (wall, cpu_s) = phase.stop();
+    Ok(Measured { workflows: n, rec, wall, cpu_s, params: json!({ "pool": POOL, "warmup": warmup }) })
 }
 
 /// Exact nearest-rank percentile of sorted samples.
@@ -316,6 +315,10 @@ fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
     lat.sort_by(f64::total_cmp);
     let wall_s = m.wall.as_secs_f64();
     let mut params = m.params;
+    if let Some(cpu_s) = m.cpu_s {
+        params["cpu_s"] = json!(round(cpu_s, 4));
+        params["events_per_cpu_s"] = json!(round(m.rec.events as f64 / cpu_s, 1));
+    }
     params["key"] = json!(w.key);
     params["n"] = json!(n);
     params["scale"] = json!(scale);
