@@ -351,24 +351,29 @@ fn median(mut xs: Vec<f64>) -> f64 {
     }
 }
 
-/// The median line: every numeric metric is the median of that metric over the runs.
-fn median_line(runs: &[Value]) -> Value {
-    let mut line = runs[0].clone();
-    for key in [
-        "workflows",
-        "events",
-        "wall_s",
-        "events_per_s",
-        "workflows_per_s",
-        "p50_us",
-        "p99_us",
-        "max_us",
-        "latency_samples",
-        "peak_rss_mb",
-    ] {
-        let m = median(runs.iter().filter_map(|r| r[key].as_f64()).collect());
-        line[key] = if runs[0][key].is_u64() { json!(m.round() as u64) } else { json!(round(m, 4)) };
+/// The median of one field over the runs: numbers are replaced by their median (integers stay
+/// integers), objects field by field, anything else is the first run's.
+fn median_value(values: &[&Value]) -> Value {
+    match values[0] {
+        Value::Number(first) => {
+            let m = median(values.iter().filter_map(|v| v.as_f64()).collect());
+            if first.is_u64() { json!(m.round() as u64) } else { json!(round(m, 4)) }
+        }
+        Value::Object(first) => Value::Object(
+            first
+                .keys()
+                .map(|k| {
+                    (k.clone(), median_value(&values.iter().map(|v| &v[k.as_str()]).collect::<Vec<_>>()))
+                })
+                .collect(),
+        ),
+        other => other.clone(),
     }
+}
+
+/// The median line: every numeric field (also in `params`) is the median of that field over the runs.
+fn median_line(runs: &[Value]) -> Value {
+    let mut line = median_value(&runs.iter().collect::<Vec<_>>());
     line["median"] = json!(true);
     line["runs"] = json!(runs.len());
     line
