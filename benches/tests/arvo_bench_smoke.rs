@@ -127,7 +127,10 @@ fn every_workload_prints_a_valid_line() {
             }
             "orchestrator_chain_floor" => {
                 for part in ["parse", "machine", "serialize"] {
-                    assert!(num(&line["params"]["parts_us_per_workflow"], part) > 0.0, "floor part {part}");
+                    assert!(
+                        num(&line["params"]["parts_cpu_us_per_workflow"], part) > 0.0,
+                        "floor part {part}"
+                    );
                 }
             }
             "orchestrator_chain_interleaved" | "resumable_chain_interleaved" => {
