@@ -4,23 +4,31 @@
 //!
 //! ```sh
 //! cargo run --release -p orchestrator-benches --bin arvo-bench -- [--only a,b] [--scale F] [--runs R]
+//! cargo run --release -p orchestrator-benches --bin arvo-bench -- --list   # the workload names
 //! ```
+//!
+//! Modules: [`rig`] (the measuring FIFO loop), [`fanout`] (`orchestrator_fanout`), [`otel`] (the chain with
+//! a recording OpenTelemetry SDK provider), [`floor`] (the chain's work without the runtime), [`durable`]
+//! (the chain on SQLite).
 
 mod durable;
+pub mod fanout;
+mod floor;
+mod otel;
+mod rig;
 
-use std::collections::{HashMap, VecDeque};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use orchestrator::handler::EventHandler;
-use orchestrator::handler::service::ServiceHandler;
 use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
 use orchestrator::orchestration::resumable::{Request, Resumable, ResumableInput, ResumableOutput};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
-use orchestrator_examples::calculator::{Add, AddV1, Mul, MulV1, Operands, Product, Sum, services};
+use orchestrator_examples::calculator::{AddV1, MulV1, Operands, Product, Sum, services};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
+
+use rig::{Client, Measured, Phase, Recorder, warmup_units};
 
 type Mem = InMemory<WorkflowRecord>;
 type BoxError = Box<dyn std::error::Error>;
@@ -32,17 +40,42 @@ const IN_FLIGHT: usize = 1000;
 /// Pre-built request events of `service_handler`.
 const POOL: usize = 1024;
 
-/// The workloads and their default N (Arvo's table).
-const WORKLOADS: &[(&str, usize)] = &[
-    ("service_handler", 80_000),
-    ("orchestrator_chain", 6_000),
-    ("orchestrator_chain_interleaved", 6_000),
-    ("resumable_chain", 7_000),
-    ("sqlite_chain_full_1", 500),
-    ("sqlite_chain_full_1000", 6_000),
-    ("sqlite_chain_normal_1", 2_000),
-    ("sqlite_chain_normal_1000", 6_000),
+/// One workload: how it is selected, how its JSON lines are named, and its default N.
+struct Workload {
+    /// The name given to `--only` / `--single`.
+    key: &'static str,
+    /// The `name` of its JSON lines (Arvo's benchmark name; several keys may share one).
+    name: &'static str,
+    /// The `otel` field: `off` (no tracer provider installed) or `sdk` (a recording SDK provider).
+    otel: &'static str,
+    /// Default N (workflows, or executions for `service_handler`).
+    n: usize,
+}
+
+const fn workload(key: &'static str, n: usize) -> Workload {
+    Workload { key, name: key, otel: "off", n }
+}
+
+/// The workloads and their default N (Arvo's table, where Arvo has the workload).
+const WORKLOADS: &[Workload] = &[
+    workload("service_handler", 80_000),
+    workload("orchestrator_chain", 6_000),
+    workload("orchestrator_chain_interleaved", 6_000),
+    workload("orchestrator_fanout", 1_500),
+    workload("resumable_chain", 7_000),
+    workload("resumable_chain_interleaved", 7_000),
+    Workload { key: "orchestrator_chain_otel", name: "orchestrator_chain", otel: "sdk", n: 4_000 },
+    workload("orchestrator_chain_floor", 100_000),
+    workload("sqlite_chain_full_1", 500),
+    workload("sqlite_chain_full_1000", 6_000),
+    workload("sqlite_chain_normal_1", 2_000),
+    workload("sqlite_chain_normal_1000", 6_000),
 ];
+
+/// The workload selected by `key`.
+fn find(key: &str) -> Result<&'static Workload, BoxError> {
+    WORKLOADS.iter().find(|w| w.key == key).ok_or_else(|| format!("unknown workload `{key}`").into())
+}
 
 // ---------------------------------------------------------------------------------------------
 // The chain workflow: contract, machine, resumable
@@ -174,112 +207,34 @@ fn chain_resumable() -> Result<Resumable<Mem>, BoxError> {
 // ---------------------------------------------------------------------------------------------
 // Measurement
 
-/// What one phase (warm-up or measured) recorded.
-#[derive(Default)]
-struct Recorder {
-    latencies_us: Vec<f64>,
-    events: u64,
-}
-
-impl Recorder {
-    /// Runs `handler.execute(event)` to completion on `rt`, timed.
-    fn execute<H: EventHandler>(
-        &mut self,
-        rt: &Runtime,
-        handler: &H,
-        event: &Event,
-    ) -> Result<Vec<Event>, BoxError> {
-        let t0 = Instant::now();
-        let out = rt.block_on(handler.execute(event));
-        self.latencies_us.push(t0.elapsed().as_secs_f64() * 1e6);
-        self.events += 1;
-        Ok(out?)
-    }
-}
-
 /// The inputs of chain workflow `i` and its exact result.
 fn chain_input(i: usize) -> (ChainInput, f64) {
     let (a, b, c) = ((i % 1000) as f64, 0.5, 3.0);
     (ChainInput { a, b, c }, (a + b) * c)
 }
 
-/// The chain's three handlers and the FIFO loop that routes events by `to`.
-struct ChainRig<O> {
-    orc: O,
-    add: ServiceHandler<Add>,
-    mul: ServiceHandler<Mul>,
-    factory: EventFactory<ChainV1>,
-}
+/// Starts chain workflows: `bench.chain` init `{a, b, c}`, completion `{result}`.
+struct ChainClient(EventFactory<ChainV1>);
 
-impl<O: EventHandler> ChainRig<O> {
-    fn new(orc: O) -> Result<Self, BoxError> {
-        Ok(Self { orc, add: services::add()?, mul: services::mul()?, factory: EventFactory::new() })
-    }
-
-    /// Runs workflows `start..start + count` with at most `in_flight` at a time: the client creates all
-    /// inits of a batch, then the FIFO queue is drained breadth-first. Returns the completed workflows.
-    fn run(
-        &self,
-        rt: &Runtime,
-        rec: &mut Recorder,
-        start: usize,
-        count: usize,
-        in_flight: usize,
-    ) -> Result<usize, BoxError> {
-        let mut queue = VecDeque::new();
-        let mut expected: HashMap<String, f64> = HashMap::new();
-        let mut completed = 0;
-        let mut next = start;
-        let end = start + count;
-        while next < end {
-            let batch_end = (next + in_flight).min(end);
-            for i in next..batch_end {
-                let (input, result) = chain_input(i);
-                let init = self.factory.init(input, Event::builder().source(CLIENT))?;
-                expected.insert(init.subject().to_owned(), result);
-                queue.push_back(init);
-            }
-            next = batch_end;
-            while let Some(event) = queue.pop_front() {
-                let to = event.to().ok_or("an event without `to`")?;
-                let out = if to == self.orc.source() {
-                    rec.execute(rt, &self.orc, &event)?
-                } else if to == self.add.source() {
-                    rec.execute(rt, &self.add, &event)?
-                } else if to == self.mul.source() {
-                    rec.execute(rt, &self.mul, &event)?
-                } else if to == CLIENT {
-                    let want =
-                        expected.remove(event.subject()).ok_or("a completion of an unknown workflow")?;
-                    let got = event.data_value().get("result").and_then(Value::as_f64);
-                    if event.r#type() != "arvo.orc.bench.chain.done" || got != Some(want) {
-                        return Err(format!("wrong completion (want {want}): {event:?}").into());
-                    }
-                    completed += 1;
-                    continue;
-                } else {
-                    return Err(format!("no handler for `{to}`").into());
-                };
-                queue.extend(out);
-            }
-        }
-        if !expected.is_empty() {
-            return Err(format!("{} workflows did not complete", expected.len()).into());
-        }
-        Ok(completed)
+impl ChainClient {
+    fn new() -> Self {
+        Self(EventFactory::new())
     }
 }
 
-/// Result of one measured run.
-struct Measured {
-    workflows: usize,
-    rec: Recorder,
-    wall: Duration,
-    params: Value,
+impl Client for ChainClient {
+    const DONE_TYPE: &'static str = "arvo.orc.bench.chain.done";
+    const RESULT_FIELD: &'static str = "result";
+
+    fn init(&self, i: usize) -> Result<(Event, f64), BoxError> {
+        let (input, result) = chain_input(i);
+        Ok((self.0.init(input, Event::builder().source(CLIENT))?, result))
+    }
 }
 
-fn warmup_units(n: usize) -> usize {
-    (n / 10).min(2000)
+/// The chain through orchestrator (or resumable) `orc`: 5 `execute()` calls per workflow.
+fn chain<O: EventHandler>(rt: &Runtime, orc: O, n: usize, in_flight: usize) -> Result<Measured, BoxError> {
+    rig::lifecycle(rt, orc, ChainClient::new(), n, in_flight, 5)
 }
 
 fn service_handler(rt: &Runtime, n: usize) -> Result<Measured, BoxError> {
@@ -301,31 +256,13 @@ fn service_handler(rt: &Runtime, n: usize) -> Result<Measured, BoxError> {
     for i in 0..warmup {
         check(&mut rec, i)?;
     }
-    let mut rec = Recorder { latencies_us: Vec::with_capacity(n), events: 0 };
-    let t0 = Instant::now();
+    let mut rec = Recorder::with_capacity(n);
+    let phase = Phase::start();
     for i in 0..n {
         check(&mut rec, i)?;
     }
-    let wall = t0.elapsed();
-    Ok(Measured { workflows: n, rec, wall, params: json!({ "pool": POOL, "warmup": warmup }) })
-}
-
-fn chain<O: EventHandler>(rt: &Runtime, orc: O, n: usize, in_flight: usize) -> Result<Measured, BoxError> {
-    let chain = ChainRig::new(orc)?;
-    let warmup = warmup_units(n);
-    let mut rec = Recorder::default();
-    chain.run(rt, &mut rec, 0, warmup, in_flight)?;
-    let mut rec = Recorder { latencies_us: Vec::with_capacity(n * 5), events: 0 };
-    let t0 = Instant::now();
-    let workflows = chain.run(rt, &mut rec, warmup, n, in_flight)?;
-    let wall = t0.elapsed();
-    let params = json!({
-        "warmup": warmup,
-        "in_flight": in_flight,
-        "memory": "InMemory(Retention::Remove)",
-        "broker": "fifo-loop",
-    });
-    Ok(Measured { workflows, rec, wall, params })
+    let (wall, cpu_s) = phase.stop();
+    Ok(Measured { workflows: n, rec, wall, cpu_s, params: json!({ "pool": POOL, "warmup": warmup }) })
 }
 
 /// Exact nearest-rank percentile of sorted samples.
@@ -355,32 +292,40 @@ fn round(x: f64, digits: i32) -> f64 {
 }
 
 /// Runs one workload in this process and returns its JSON line.
-fn single(name: &str, scale: f64) -> Result<Value, BoxError> {
-    let base =
-        WORKLOADS.iter().find(|(w, _)| *w == name).ok_or_else(|| format!("unknown workload `{name}`"))?.1;
-    let n = ((base as f64 * scale).round() as usize).max(1);
+fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
+    let w = find(key)?;
+    let n = ((w.n as f64 * scale).round() as usize).max(1);
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
-    let m = match name {
+    let m = match key {
         "service_handler" => service_handler(&rt, n)?,
         "orchestrator_chain" => chain(&rt, chain_orchestrator()?, n, 1)?,
         "orchestrator_chain_interleaved" => chain(&rt, chain_orchestrator()?, n, IN_FLIGHT)?,
+        "orchestrator_fanout" => fanout::run(&rt, n, k)?,
         "resumable_chain" => chain(&rt, chain_resumable()?, n, 1)?,
+        "resumable_chain_interleaved" => chain(&rt, chain_resumable()?, n, IN_FLIGHT)?,
+        "orchestrator_chain_otel" => otel::chain_with_spans(&rt, n)?,
+        "orchestrator_chain_floor" => floor::chain(n)?,
         "sqlite_chain_full_1" => durable::chain(n, orchestrator_sqlite::Synchronous::Full, 1)?,
         "sqlite_chain_full_1000" => durable::chain(n, orchestrator_sqlite::Synchronous::Full, IN_FLIGHT)?,
         "sqlite_chain_normal_1" => durable::chain(n, orchestrator_sqlite::Synchronous::Normal, 1)?,
         "sqlite_chain_normal_1000" => durable::chain(n, orchestrator_sqlite::Synchronous::Normal, IN_FLIGHT)?,
-        _ => return Err(format!("unknown workload `{name}`").into()),
+        _ => return Err(format!("workload `{key}` has no runner").into()),
     };
     let mut lat = m.rec.latencies_us;
     lat.sort_by(f64::total_cmp);
     let wall_s = m.wall.as_secs_f64();
     let mut params = m.params;
+    if let Some(cpu_s) = m.cpu_s {
+        params["cpu_s"] = json!(round(cpu_s, 4));
+        params["events_per_cpu_s"] = json!(round(m.rec.events as f64 / cpu_s, 1));
+    }
+    params["key"] = json!(w.key);
     params["n"] = json!(n);
     params["scale"] = json!(scale);
     Ok(json!({
-        "name": name,
+        "name": w.name,
         "stack": "rust",
-        "otel": "off",
+        "otel": w.otel,
         "workflows": m.workflows,
         "events": m.rec.events,
         "wall_s": round(wall_s, 4),
@@ -406,24 +351,29 @@ fn median(mut xs: Vec<f64>) -> f64 {
     }
 }
 
-/// The median line: every numeric metric is the median of that metric over the runs.
-fn median_line(runs: &[Value]) -> Value {
-    let mut line = runs[0].clone();
-    for key in [
-        "workflows",
-        "events",
-        "wall_s",
-        "events_per_s",
-        "workflows_per_s",
-        "p50_us",
-        "p99_us",
-        "max_us",
-        "latency_samples",
-        "peak_rss_mb",
-    ] {
-        let m = median(runs.iter().filter_map(|r| r[key].as_f64()).collect());
-        line[key] = if runs[0][key].is_u64() { json!(m.round() as u64) } else { json!(round(m, 4)) };
+/// The median of one field over the runs: numbers are replaced by their median (integers stay
+/// integers), objects field by field, anything else is the first run's.
+fn median_value(values: &[&Value]) -> Value {
+    match values[0] {
+        Value::Number(first) => {
+            let m = median(values.iter().filter_map(|v| v.as_f64()).collect());
+            if first.is_u64() { json!(m.round() as u64) } else { json!(round(m, 4)) }
+        }
+        Value::Object(first) => Value::Object(
+            first
+                .keys()
+                .map(|k| {
+                    (k.clone(), median_value(&values.iter().map(|v| &v[k.as_str()]).collect::<Vec<_>>()))
+                })
+                .collect(),
+        ),
+        other => other.clone(),
     }
+}
+
+/// The median line: every numeric field (also in `params`) is the median of that field over the runs.
+fn median_line(runs: &[Value]) -> Value {
+    let mut line = median_value(&runs.iter().collect::<Vec<_>>());
     line["median"] = json!(true);
     line["runs"] = json!(runs.len());
     line
@@ -433,14 +383,17 @@ struct Args {
     only: Vec<String>,
     scale: f64,
     runs: usize,
+    /// Calls per fan-out workflow (`orchestrator_fanout` only).
+    k: u32,
     single: Option<String>,
 }
 
 fn parse_args() -> Result<Args, BoxError> {
     let mut args = Args {
-        only: WORKLOADS.iter().map(|(w, _)| (*w).to_owned()).collect(),
+        only: WORKLOADS.iter().map(|w| w.key.to_owned()).collect(),
         scale: 1.0,
         runs: 3,
+        k: fanout::K,
         single: None,
     };
     let mut it = std::env::args().skip(1);
@@ -450,10 +403,19 @@ fn parse_args() -> Result<Args, BoxError> {
             "--only" => args.only = value()?.split(',').map(str::to_owned).collect(),
             "--scale" => args.scale = value()?.parse()?,
             "--runs" => args.runs = value()?.parse()?,
+            "--k" => args.k = value()?.parse()?,
             "--single" => args.single = Some(value()?),
+            "--list" => {
+                for w in WORKLOADS {
+                    println!("{}", w.key);
+                }
+                std::process::exit(0);
+            }
             "-h" | "--help" => {
-                println!("arvo-bench [--only NAME,...] [--scale F] [--runs R] [--single NAME]");
-                println!("workloads: {}", WORKLOADS.iter().map(|(w, _)| *w).collect::<Vec<_>>().join(", "));
+                println!(
+                    "arvo-bench [--only NAME,...] [--scale F] [--runs R] [--single NAME] [--k K] [--list]"
+                );
+                println!("workloads: {}", WORKLOADS.iter().map(|w| w.key).collect::<Vec<_>>().join(", "));
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument `{other}`").into()),
@@ -465,18 +427,17 @@ fn parse_args() -> Result<Args, BoxError> {
 fn main() -> Result<(), BoxError> {
     let args = parse_args()?;
     if let Some(name) = &args.single {
-        println!("{}", single(name, args.scale)?);
+        println!("{}", single(name, args.scale, args.k)?);
         return Ok(());
     }
     let exe = std::env::current_exe()?;
     for name in &args.only {
-        if !WORKLOADS.iter().any(|(w, _)| w == name) {
-            return Err(format!("unknown workload `{name}`").into());
-        }
+        find(name)?;
         let mut runs = Vec::with_capacity(args.runs);
         for _ in 0..args.runs {
-            let out =
-                Command::new(&exe).args(["--single", name, "--scale", &args.scale.to_string()]).output()?;
+            let out = Command::new(&exe)
+                .args(["--single", name, "--scale", &args.scale.to_string(), "--k", &args.k.to_string()])
+                .output()?;
             if !out.status.success() {
                 return Err(format!("`{name}` failed: {}", String::from_utf8_lossy(&out.stderr)).into());
             }

@@ -1,0 +1,192 @@
+//! Smoke test of the `arvo-bench` binary: every workload runs at a tiny scale (`--single NAME --scale
+//! 0.01`, each in its own process, all at once) and prints one JSON line with Arvo's fields, the
+//! expected name and `otel`, and `events = workflows × events per workflow`. Not a measurement: it
+//! only keeps the benchmark building and running in `cargo test`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const EXE: &str = env!("CARGO_BIN_EXE_arvo-bench");
+const SCALE: &str = "0.01";
+
+/// Every workload: key, JSON `name`, `otel`, events per workflow, orchestrator-only latency samples.
+struct Expect {
+    key: &'static str,
+    name: &'static str,
+    otel: &'static str,
+    per_workflow: u64,
+    /// Latency samples per workflow when not every counted event is timed (the SQLite runs time
+    /// only the 3 orchestrator executions of each workflow).
+    samples_per_workflow: Option<u64>,
+}
+
+const fn expect(key: &'static str, per_workflow: u64) -> Expect {
+    Expect { key, name: key, otel: "off", per_workflow, samples_per_workflow: None }
+}
+
+const fn sqlite(key: &'static str) -> Expect {
+    Expect { key, name: key, otel: "off", per_workflow: 5, samples_per_workflow: Some(3) }
+}
+
+const EXPECTED: &[Expect] = &[
+    expect("service_handler", 1),
+    expect("orchestrator_chain", 5),
+    expect("orchestrator_chain_interleaved", 5),
+    expect("orchestrator_fanout", 21),
+    expect("resumable_chain", 5),
+    expect("resumable_chain_interleaved", 5),
+    Expect {
+        key: "orchestrator_chain_otel",
+        name: "orchestrator_chain",
+        otel: "sdk",
+        per_workflow: 5,
+        samples_per_workflow: None,
+    },
+    expect("orchestrator_chain_floor", 5),
+    sqlite("sqlite_chain_full_1"),
+    sqlite("sqlite_chain_full_1000"),
+    sqlite("sqlite_chain_normal_1"),
+    sqlite("sqlite_chain_normal_1000"),
+];
+
+/// The last JSON line of a successful run.
+fn json_line(what: &str, out: &Output) -> Value {
+    assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout.clone()).unwrap();
+    let line =
+        stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("{what}: no JSON line"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{what}: invalid JSON ({e}): {line}"))
+}
+
+fn num(line: &Value, key: &str) -> f64 {
+    line[key].as_f64().unwrap_or_else(|| panic!("`{key}` is not a number in {line}"))
+}
+
+fn int(line: &Value, key: &str) -> u64 {
+    line[key].as_u64().unwrap_or_else(|| panic!("`{key}` is not an integer in {line}"))
+}
+
+/// Checks Arvo's fields of one line of workload `e`.
+fn check_line(e: &Expect, line: &Value) {
+    let key = e.key;
+    assert_eq!(line["name"], e.name, "{key}: {line}");
+    assert_eq!(line["stack"], "rust", "{key}");
+    assert_eq!(line["otel"], e.otel, "{key}");
+    assert_eq!(line["params"]["key"], key, "{key}");
+    let workflows = int(line, "workflows");
+    assert!(workflows > 0, "{key}: no workflows");
+    assert_eq!(workflows, int(&line["params"], "n"), "{key}: every workflow completes");
+    assert_eq!(
+        int(line, "events"),
+        workflows * e.per_workflow,
+        "{key}: events = workflows × {}",
+        e.per_workflow
+    );
+    let samples = int(line, "latency_samples");
+    let want_samples = e.samples_per_workflow.map_or(int(line, "events"), |s| workflows * s);
+    assert_eq!(samples, want_samples, "{key}: latency samples");
+    let wall = num(line, "wall_s");
+    assert!(wall > 0.0, "{key}: wall_s {wall}");
+    for rate in ["events_per_s", "workflows_per_s"] {
+        assert!(num(line, rate) > 0.0, "{key}: {rate}");
+    }
+    let (p50, p99, max) = (num(line, "p50_us"), num(line, "p99_us"), num(line, "max_us"));
+    assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{key}: p50 {p50} p99 {p99} max {max}");
+    assert!(num(line, "peak_rss_mb") > 0.0, "{key}: peak_rss_mb");
+    if e.samples_per_workflow.is_none() {
+        // Single-threaded workloads also report the measuring thread's on-CPU time.
+        assert!(num(&line["params"], "cpu_s") > 0.0, "{key}: cpu_s");
+        assert!(num(&line["params"], "events_per_cpu_s") > 0.0, "{key}: events_per_cpu_s");
+    }
+}
+
+#[test]
+fn every_workload_prints_a_valid_line() {
+    let list = Command::new(EXE).arg("--list").output().unwrap();
+    assert!(list.status.success());
+    let listed: Vec<String> = String::from_utf8(list.stdout).unwrap().lines().map(str::to_owned).collect();
+    let expected: Vec<&str> = EXPECTED.iter().map(|e| e.key).collect();
+    assert_eq!(listed, expected, "the test covers every workload of the binary");
+
+    let children: Vec<_> = EXPECTED
+        .iter()
+        .map(|e| (e, Command::new(EXE).args(["--single", e.key, "--scale", SCALE]).spawn_output()))
+        .collect();
+    for (e, child) in children {
+        let line = json_line(e.key, &child.wait_with_output().unwrap());
+        check_line(e, &line);
+        match e.key {
+            "orchestrator_fanout" => assert_eq!(line["params"]["k"], 10),
+            "orchestrator_chain_otel" => {
+                let spans = int(&line["params"], "spans");
+                // At least one span per execute() of the measured workflows.
+                assert!(spans >= int(&line, "events"), "spans recorded: {spans}");
+            }
+            "orchestrator_chain_floor" => {
+                for part in ["parse", "machine", "serialize"] {
+                    assert!(
+                        num(&line["params"]["parts_cpu_us_per_workflow"], part) > 0.0,
+                        "floor part {part}"
+                    );
+                }
+            }
+            "orchestrator_chain_interleaved" | "resumable_chain_interleaved" => {
+                assert_eq!(line["params"]["in_flight"], 1000);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn the_parent_prints_each_run_and_the_median() {
+    let out = Command::new(EXE)
+        .args(["--only", "orchestrator_chain,orchestrator_chain_otel", "--runs", "2", "--scale", SCALE])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 6, "2 runs + 1 median, for each of 2 workloads");
+    for (i, (e, otel)) in [(&EXPECTED[1], "off"), (&EXPECTED[6], "sdk")].into_iter().enumerate() {
+        let group = &lines[i * 3..i * 3 + 3];
+        for line in group {
+            check_line(e, line);
+            assert_eq!(line["otel"], otel);
+        }
+        assert!(group[0].get("median").is_none() && group[1].get("median").is_none());
+        assert_eq!(group[2]["median"], true);
+        assert_eq!(group[2]["runs"], 2);
+        let rates: Vec<f64> = group[..2].iter().map(|l| num(l, "events_per_s")).collect();
+        let median = num(&group[2], "events_per_s");
+        assert!(
+            (median - (rates[0] + rates[1]) / 2.0).abs() < 0.1,
+            "median of two runs: {median} vs {rates:?}"
+        );
+    }
+}
+
+#[test]
+fn the_fan_out_width_is_a_parameter() {
+    let out = Command::new(EXE)
+        .args(["--single", "orchestrator_fanout", "--scale", SCALE, "--k", "3"])
+        .output()
+        .unwrap();
+    let line = json_line("orchestrator_fanout --k 3", &out);
+    check_line(&Expect { per_workflow: 7, ..expect("orchestrator_fanout", 21) }, &line);
+    assert_eq!(line["params"]["k"], 3);
+}
+
+/// `Command::spawn` with captured output.
+trait SpawnOutput {
+    fn spawn_output(&mut self) -> std::process::Child;
+}
+
+impl SpawnOutput for Command {
+    fn spawn_output(&mut self) -> std::process::Child {
+        self.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
+    }
+}
