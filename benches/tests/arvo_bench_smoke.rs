@@ -50,6 +50,8 @@ const EXPECTED: &[Expect] = &[
     sqlite("sqlite_chain_full_1000"),
     sqlite("sqlite_chain_normal_1"),
     sqlite("sqlite_chain_normal_1000"),
+    sqlite("sqlite_chain_safe_full_1"),
+    sqlite("sqlite_chain_safe_full_1000"),
 ];
 
 /// The last JSON line of a successful run.

@@ -6,8 +6,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use orchestrator::broker::Broker;
+use orchestrator::handler::DynEventHandler;
 use orchestrator::handler::EventHandler;
 use orchestrator::orchestration::{Locking, Orchestrator, WorkflowRecord};
+use orchestrator::outbox::{Outboxed, publish};
 use orchestrator::prelude::*;
 use orchestrator::violation::Violation;
 use orchestrator_examples::calculator::services;
@@ -87,12 +89,36 @@ impl EventHandler for Client {
     }
 }
 
+/// How much of the crash-safety machinery runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Safety {
+    /// No lease (the broker already runs one event of a workflow at a time) and no outbox: the
+    /// lifecycle's own cost on the store.
+    Bare,
+    /// The crash-safe setup: a lease per execution (`Locking::Always`, the default) and every
+    /// handler, the client included, wrapped in `Outboxed`, inits published through the outbox.
+    CrashSafe,
+}
+
+/// Wraps `handler` in the outbox when `safety` asks for it.
+fn outboxed(
+    handler: Arc<dyn DynEventHandler>,
+    memory: &Arc<SqliteMemory<WorkflowRecord>>,
+    safety: Safety,
+) -> Arc<dyn DynEventHandler> {
+    match safety {
+        Safety::Bare => handler,
+        Safety::CrashSafe => Arc::new(Outboxed::new(handler, Arc::clone(memory))),
+    }
+}
+
 /// Runs `count` chain workflows from `start`, `in_flight` at a time, through a broker.
 async fn run(
     memory: &Arc<SqliteMemory<WorkflowRecord>>,
     start: usize,
     count: usize,
     in_flight: usize,
+    safety: Safety,
     latencies: &Arc<Mutex<Vec<f64>>>,
 ) -> Result<(usize, Duration), BoxError> {
     if count == 0 {
@@ -101,8 +127,7 @@ async fn run(
     }
     let orc = Orchestrator::builder(Arc::clone(memory))
         .machine::<ChainFlow>()
-        // The broker runs one event of a workflow at a time: no lease needed.
-        .locking(Locking::Never)
+        .locking(if safety == Safety::Bare { Locking::Never } else { Locking::Always })
         .build()?;
     let client = Arc::new(Client {
         state: Mutex::new(ClientState {
@@ -116,10 +141,11 @@ async fn run(
         done: tokio::sync::Notify::new(),
     });
     let broker = Broker::builder()
-        .handler(Timed { inner: orc, latencies: Arc::clone(latencies) })
-        .handler(services::add()?)
-        .handler(services::mul()?)
-        .shared_handler(Arc::clone(&client) as Arc<dyn orchestrator::handler::DynEventHandler>)
+        // Timed outside the outbox step: it is part of what an execution costs.
+        .handler(Timed { inner: outboxed(Arc::new(orc), memory, safety), latencies: Arc::clone(latencies) })
+        .shared_handler(outboxed(Arc::new(services::add()?), memory, safety))
+        .shared_handler(outboxed(Arc::new(services::mul()?), memory, safety))
+        .shared_handler(outboxed(Arc::clone(&client) as Arc<dyn DynEventHandler>, memory, safety))
         .workers(in_flight.clamp(1, 1024))
         .capacity(in_flight * 4 + 16)
         .build()?;
@@ -129,7 +155,10 @@ async fn run(
         (0..in_flight).map_while(|_| client.init(&mut state).transpose()).collect::<Result<_, _>>()?
     };
     for init in inits {
-        broker.publish_wait(init).await?;
+        match safety {
+            Safety::Bare => broker.publish_wait(init).await?,
+            Safety::CrashSafe => publish(&**memory, &broker.handle(), init).await?,
+        }
     }
     client.done.notified().await;
     let wall = t0.elapsed();
@@ -145,17 +174,25 @@ async fn run(
     Ok((state.completed, wall))
 }
 
-/// The workload `sqlite_chain_<full|normal>_<in flight>`.
-pub(super) fn chain(n: usize, synchronous: Synchronous, in_flight: usize) -> Result<Measured, BoxError> {
+/// The workloads `sqlite_chain_<full|normal>_<in flight>` ([`Safety::Bare`]) and
+/// `sqlite_chain_safe_<full|normal>_<in flight>` ([`Safety::CrashSafe`]).
+pub(super) fn chain(
+    n: usize,
+    synchronous: Synchronous,
+    in_flight: usize,
+    safety: Safety,
+) -> Result<Measured, BoxError> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("bench.sqlite");
-    let memory = Arc::new(SqliteConfig::new(&path).synchronous(synchronous).open::<WorkflowRecord>()?);
+    let memory = Arc::new(
+        SqliteConfig::new(&path).synchronous(synchronous).owner("arvo-bench").open::<WorkflowRecord>()?,
+    );
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let latencies = Arc::new(Mutex::new(Vec::new()));
     let warmup = warmup_units(n).min(500);
-    rt.block_on(run(&memory, 0, warmup, in_flight, &latencies))?;
+    rt.block_on(run(&memory, 0, warmup, in_flight, safety, &latencies))?;
     latencies.lock().unwrap_or_else(PoisonError::into_inner).clear();
-    let (workflows, wall) = rt.block_on(run(&memory, warmup, n, in_flight, &latencies))?;
+    let (workflows, wall) = rt.block_on(run(&memory, warmup, n, in_flight, safety, &latencies))?;
     let latencies_us = std::mem::take(&mut *latencies.lock().unwrap_or_else(PoisonError::into_inner));
     // Orchestrator executions are timed; each workflow also has two service executions.
     let events = latencies_us.len() as u64 + 2 * workflows as u64;
@@ -164,7 +201,10 @@ pub(super) fn chain(n: usize, synchronous: Synchronous, in_flight: usize) -> Res
         "warmup": warmup,
         "in_flight": in_flight,
         "memory": format!("SqliteMemory(synchronous={synchronous:?})"),
-        "broker": "Broker(Locking::Never)",
+        "broker": match safety {
+            Safety::Bare => "Broker(Locking::Never)",
+            Safety::CrashSafe => "Broker(Locking::Always, every handler Outboxed)",
+        },
         "latency": "orchestrator executions",
         "commits": stats.transactions,
         "operations": stats.operations,

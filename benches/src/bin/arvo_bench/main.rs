@@ -70,6 +70,8 @@ const WORKLOADS: &[Workload] = &[
     workload("sqlite_chain_full_1000", 6_000),
     workload("sqlite_chain_normal_1", 2_000),
     workload("sqlite_chain_normal_1000", 6_000),
+    workload("sqlite_chain_safe_full_1", 500),
+    workload("sqlite_chain_safe_full_1000", 6_000),
 ];
 
 /// The workload selected by `key`.
@@ -296,6 +298,8 @@ fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
     let w = find(key)?;
     let n = ((w.n as f64 * scale).round() as usize).max(1);
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+    use durable::Safety::{Bare, CrashSafe};
+    use orchestrator_sqlite::Synchronous::{Full, Normal};
     let m = match key {
         "service_handler" => service_handler(&rt, n)?,
         "orchestrator_chain" => chain(&rt, chain_orchestrator()?, n, 1)?,
@@ -305,10 +309,12 @@ fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
         "resumable_chain_interleaved" => chain(&rt, chain_resumable()?, n, IN_FLIGHT)?,
         "orchestrator_chain_otel" => otel::chain_with_spans(&rt, n)?,
         "orchestrator_chain_floor" => floor::chain(n)?,
-        "sqlite_chain_full_1" => durable::chain(n, orchestrator_sqlite::Synchronous::Full, 1)?,
-        "sqlite_chain_full_1000" => durable::chain(n, orchestrator_sqlite::Synchronous::Full, IN_FLIGHT)?,
-        "sqlite_chain_normal_1" => durable::chain(n, orchestrator_sqlite::Synchronous::Normal, 1)?,
-        "sqlite_chain_normal_1000" => durable::chain(n, orchestrator_sqlite::Synchronous::Normal, IN_FLIGHT)?,
+        "sqlite_chain_full_1" => durable::chain(n, Full, 1, Bare)?,
+        "sqlite_chain_full_1000" => durable::chain(n, Full, IN_FLIGHT, Bare)?,
+        "sqlite_chain_normal_1" => durable::chain(n, Normal, 1, Bare)?,
+        "sqlite_chain_normal_1000" => durable::chain(n, Normal, IN_FLIGHT, Bare)?,
+        "sqlite_chain_safe_full_1" => durable::chain(n, Full, 1, CrashSafe)?,
+        "sqlite_chain_safe_full_1000" => durable::chain(n, Full, IN_FLIGHT, CrashSafe)?,
         _ => return Err(format!("workload `{key}` has no runner").into()),
     };
     let mut lat = m.rec.latencies_us;
