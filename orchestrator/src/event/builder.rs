@@ -212,32 +212,35 @@ impl EventBuilder {
 
     /// Applies the defaults, checks every rule and returns the event, or every broken rule.
     pub fn build(self) -> Result<Event, EventError> {
+        let encode_uris = self.encode_uris;
         let encode = |v: Option<String>| -> Option<String> {
             match v {
-                Some(v) if self.encode_uris => Some(uri::encode_uri_once(&v).into_owned()),
+                // Encoding only changes a value that is not a valid encoded URI already.
+                Some(v) if encode_uris => match uri::encode_uri_once(&v) {
+                    std::borrow::Cow::Borrowed(_) => Some(v),
+                    std::borrow::Cow::Owned(encoded) => Some(encoded),
+                },
                 other => other,
             }
         };
         let mut draft = Draft {
-            id: Some(self.id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string())),
-            source: encode(self.source.clone()),
+            id: Some(self.id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())),
+            source: encode(self.source),
             specversion: Some(SPEC_VERSION.to_owned()),
-            to: encode(self.to.clone().or_else(|| self.r#type.clone())),
-            r#type: self.r#type.clone(),
-            subject: encode(self.subject.clone()),
-            datacontenttype: Some(
-                self.datacontenttype.clone().unwrap_or_else(|| ARVO_CONTENT_TYPE.to_owned()),
-            ),
-            dataschema: encode(self.dataschema.clone()),
+            to: encode(self.to.or_else(|| self.r#type.clone())),
+            r#type: self.r#type,
+            subject: encode(self.subject),
+            datacontenttype: Some(self.datacontenttype.unwrap_or_else(|| ARVO_CONTENT_TYPE.to_owned())),
+            dataschema: encode(self.dataschema),
             data: None,
-            time: Some(self.time.clone().unwrap_or_else(time::now_utc)),
-            accesscontrol: self.accesscontrol.clone(),
-            redirectto: encode(self.redirectto.clone()),
-            executionunits: self.executionunits.clone(),
-            traceparent: self.traceparent.clone(),
-            tracestate: self.tracestate.clone(),
-            parentid: self.parentid.clone(),
-            domain: self.domain.clone(),
+            time: Some(self.time.unwrap_or_else(time::now_utc)),
+            accesscontrol: self.accesscontrol,
+            redirectto: encode(self.redirectto),
+            executionunits: self.executionunits,
+            traceparent: self.traceparent,
+            tracestate: self.tracestate,
+            parentid: self.parentid,
+            domain: self.domain,
             ..Draft::default()
         };
         match self.data {
