@@ -113,8 +113,8 @@ impl EventBuilder {
     /// Sets the subject to `event`'s, sharing its parsed orchestration subject when it has one
     /// (so the new event's consumer does not decode it again).
     pub(crate) fn subject_of(mut self, event: &Event) -> Self {
-        self.subject = Some(event.subject.clone());
-        self.parsed_subject = event.parsed_subject.get().cloned();
+        self.subject = Some(event.0.subject.clone());
+        self.parsed_subject = event.0.parsed_subject.get().cloned();
         self
     }
 
@@ -187,6 +187,7 @@ impl EventBuilder {
     }
 
     pub(crate) fn from_event(e: &Event) -> Self {
+        let e = &*e.0;
         Self {
             id: Some(e.id.clone()),
             source: Some(e.source.clone()),
@@ -195,7 +196,7 @@ impl EventBuilder {
             parsed_subject: e.parsed_subject.get().cloned(),
             datacontenttype: Some(e.datacontenttype.clone()),
             dataschema: e.dataschema.clone(),
-            data: Some(Ok(e.data().clone())),
+            data: Some(Ok(e.data.as_object().cloned().unwrap_or_default())),
             time: Some(e.time.clone()),
             to: e.to.clone(),
             accesscontrol: e.accesscontrol.clone(),
