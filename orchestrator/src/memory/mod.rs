@@ -27,6 +27,7 @@ mod journal;
 pub mod testing;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::event::Event;
@@ -176,6 +177,37 @@ pub trait Memory<R>: Send + Sync {
         lease: Option<&Lease>,
         meta: &WriteMeta<'_>,
     ) -> impl Future<Output = Result<u64, MemoryError>> + Send;
+
+    /// [`Memory::read`] with the record behind an [`Arc`], so a backend that keeps its records
+    /// in memory can share its own instead of cloning it. The default wraps [`Memory::read`].
+    fn read_shared(
+        &self,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<Stored<Arc<R>>>, MemoryError>> + Send
+    where
+        R: Send + Sync,
+    {
+        async move {
+            let stored = self.read(id).await?;
+            Ok(stored.map(|Stored { record, version }| Stored { record: Arc::new(record), version }))
+        }
+    }
+
+    /// [`Memory::write`] taking the record by value, so a backend that keeps its records in
+    /// memory can store it instead of cloning it. The default writes a reference to it.
+    fn write_owned(
+        &self,
+        id: &str,
+        record: R,
+        prev: Option<u64>,
+        lease: Option<&Lease>,
+        meta: &WriteMeta<'_>,
+    ) -> impl Future<Output = Result<u64, MemoryError>> + Send
+    where
+        R: Send + Sync,
+    {
+        async move { self.write(id, &record, prev, lease, meta).await }
+    }
 
     /// Acquires the lease on workflow `id`; `Ok(None)` when another holder has it.
     fn lock(&self, id: &str) -> impl Future<Output = Result<Option<Lease>, MemoryError>> + Send;
