@@ -432,6 +432,12 @@ impl Inner {
 
     fn select_version(&self, event: &Event) -> Result<&'static VersionedContract, Violation> {
         let contract = self.contract;
+        // Usually the dataschema is exactly one of the versions' `<uri>/<version>`.
+        if let Some(dataschema) = event.dataschema()
+            && let Some(vc) = contract.versions().find(|vc| vc.dataschema() == dataschema)
+        {
+            return Ok(vc);
+        }
         let Some(parsed) = event.dataschema().and_then(dataschema::parse) else {
             // OpenTelemetry: log a WARNING "Version resolution failed for event with dataschema
             // '…'. Defaulting to the latest version".
