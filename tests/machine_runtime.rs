@@ -604,6 +604,21 @@ fn snapshot_bytes_restore_continues_identically() {
 }
 
 #[test]
+fn snapshot_json_is_the_serialized_snapshot() {
+    let (mut m, _) = MachineInstance::<Light>::start(Empty {}).unwrap();
+    m.set_epoch_ms(Some(1_700_000_000_000));
+    light_trace(&mut m, &[("", 1500), ("walk", 0)]);
+    let json = |m: &MachineInstance<Light>| serde_json::to_string(&m.snapshot()).unwrap();
+    assert_eq!(m.snapshot_json().unwrap().to_string(), json(&m));
+    let init =
+        EventFactory::<AverageV1>::new().init(AverageInput { values: vec![1.0, 2.0] }, client()).unwrap();
+    let (mut m, _) = MachineInstance::<Average>::start_wire(&init).unwrap();
+    m.send(AverageEvent::AddSum(Sum { sum: 3.0 })).unwrap();
+    assert_eq!(m.snapshot_json().unwrap(), serde_json::to_value(m.snapshot()).unwrap());
+    assert_eq!(m.snapshot_json().unwrap().to_string(), serde_json::to_string(&m.snapshot()).unwrap());
+}
+
+#[test]
 fn snapshot_of_a_typed_workflow_keeps_context_and_subject() {
     let init =
         EventFactory::<AverageV1>::new().init(AverageInput { values: vec![1.0, 2.0] }, client()).unwrap();

@@ -78,8 +78,8 @@ impl PendingTimer {
 }
 
 /// The persistent state of one running machine (see the [module docs](self)).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "SerializedState", into = "SerializedState")]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "SerializedState")]
 pub struct MachineState {
     pub(crate) fingerprint: u64,
     pub(crate) active: StateSet,
@@ -504,6 +504,101 @@ enum SerializedTimerKind {
     Send { event: String, id: Option<String> },
 }
 
+/// Serialized as [`SerializedState`], written from a reference (no copy of the state).
+impl Serialize for MachineState {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        SerializedStateRef {
+            version: FORMAT_VERSION,
+            fingerprint: self.fingerprint,
+            states: self.active.capacity() as u32,
+            now_ms: self.now_ms,
+            next_seq: self.next_seq,
+            started: self.started,
+            done: self.done,
+            active: Ids(&self.active),
+            history_slots: self.history.len() as u16,
+            history: HistoryRef(&self.history),
+            timers: TimersRef(&self.timers),
+        }
+        .serialize(serializer)
+    }
+}
+
+/// [`SerializedState`] borrowing the state: same fields, same order, same output.
+#[derive(Serialize)]
+#[serde(rename = "SerializedState")]
+struct SerializedStateRef<'a> {
+    version: u8,
+    fingerprint: u64,
+    states: u32,
+    now_ms: u64,
+    next_seq: u64,
+    started: bool,
+    done: bool,
+    active: Ids<'a>,
+    history_slots: u16,
+    history: HistoryRef<'a>,
+    timers: TimersRef<'a>,
+}
+
+/// The state ids of a set, as a sequence.
+struct Ids<'a>(&'a StateSet);
+
+impl Serialize for Ids<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|x| x.0))
+    }
+}
+
+/// The recorded history slots, as [`SerializedHistory`] entries.
+struct HistoryRef<'a>(&'a [Option<StateSet>]);
+
+impl Serialize for HistoryRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename = "SerializedHistory")]
+        struct Entry<'a> {
+            slot: u16,
+            states: Ids<'a>,
+        }
+        let entries = self.0.iter().enumerate();
+        serializer.collect_seq(
+            entries.filter_map(|(slot, v)| v.as_ref().map(|v| Entry { slot: slot as u16, states: Ids(v) })),
+        )
+    }
+}
+
+/// The pending timers, as [`SerializedTimer`] entries.
+struct TimersRef<'a>(&'a [PendingTimer]);
+
+impl Serialize for TimersRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename = "SerializedTimer")]
+        struct Entry<'a> {
+            due_ms: u64,
+            seq: u64,
+            #[serde(flatten)]
+            kind: Kind<'a>,
+        }
+        #[derive(Serialize)]
+        #[serde(rename = "SerializedTimerKind", tag = "kind", rename_all = "snake_case")]
+        enum Kind<'a> {
+            After { state: u16, index: u16 },
+            Send { event: &'a str, id: Option<&'a str> },
+        }
+        serializer.collect_seq(self.0.iter().map(|t| Entry {
+            due_ms: t.due_ms,
+            seq: t.seq,
+            kind: match &t.kind {
+                TimerKind::After { state, index } => Kind::After { state: state.0, index: *index },
+                TimerKind::Send { event, id } => Kind::Send { event, id: id.as_deref() },
+            },
+        }))
+    }
+}
+
+#[cfg(test)]
 impl From<MachineState> for SerializedState {
     fn from(s: MachineState) -> Self {
         Self {
@@ -600,5 +695,57 @@ impl TryFrom<SerializedState> for MachineState {
             started: s.started,
             done: s.done,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The borrowed serializer writes exactly what the owned `SerializedState` form writes.
+    #[test]
+    fn serializing_by_reference_matches_the_serde_form() {
+        let set = |cap: usize, ids: &[u16]| {
+            let mut set = StateSet::new(cap);
+            for id in ids {
+                set.insert(StateId(*id));
+            }
+            set
+        };
+        let bare = MachineState {
+            fingerprint: 7,
+            active: set(3, &[0]),
+            history: Vec::new(),
+            timers: Vec::new(),
+            now_ms: 0,
+            next_seq: 0,
+            started: false,
+            done: false,
+        };
+        let full = MachineState {
+            fingerprint: 0xdead_beef_0123_4567,
+            active: set(70, &[0, 2, 3, 65, 69]),
+            history: vec![None, Some(set(70, &[2, 64])), None, Some(set(70, &[]))],
+            timers: vec![
+                PendingTimer { due_ms: 5, seq: 1, kind: TimerKind::After { state: StateId(2), index: 1 } },
+                PendingTimer {
+                    due_ms: 9,
+                    seq: 2,
+                    kind: TimerKind::Send { event: "ping".into(), id: Some("pp".into()) },
+                },
+                PendingTimer { due_ms: 9, seq: 3, kind: TimerKind::Send { event: "pong".into(), id: None } },
+            ],
+            now_ms: 4,
+            next_seq: 4,
+            started: true,
+            done: true,
+        };
+        for state in [bare, full] {
+            let owned = SerializedState::from(state.clone());
+            assert_eq!(serde_json::to_string(&state).unwrap(), serde_json::to_string(&owned).unwrap());
+            assert_eq!(serde_json::to_value(&state).unwrap(), serde_json::to_value(&owned).unwrap());
+            let back: MachineState = serde_json::from_value(serde_json::to_value(&state).unwrap()).unwrap();
+            assert_eq!(back, state);
+        }
     }
 }

@@ -13,14 +13,23 @@
 /// assert!(!is_reverse_dns("com.my-app.add"));
 /// ```
 pub fn is_reverse_dns(value: &str) -> bool {
-    let mut segments = 0usize;
-    for segment in value.split('.') {
-        if segment.is_empty() || !segment.bytes().all(is_lower_alnum) {
+    // One pass over the bytes: no empty segment (a leading, trailing or doubled dot).
+    let mut segments = 1usize;
+    let mut after_dot = true;
+    for b in value.bytes() {
+        if b == b'.' {
+            if after_dot {
+                return false;
+            }
+            segments += 1;
+            after_dot = true;
+        } else if is_lower_alnum(b) {
+            after_dot = false;
+        } else {
             return false;
         }
-        segments += 1;
     }
-    segments >= 3
+    !after_dot && segments >= 3
 }
 
 /// Arvo's domain rule `^[a-z0-9.]+$` (non-empty).
@@ -73,6 +82,29 @@ mod tests {
             "com.a b.c",
         ] {
             assert!(!is_reverse_dns(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn reverse_dns_agrees_with_the_segment_rule() {
+        // Every string of up to 7 characters over `a1.-` against the rule stated per segment.
+        fn by_segments(value: &str) -> bool {
+            let segments: Vec<&str> = value.split('.').collect();
+            segments.len() >= 3 && segments.iter().all(|s| !s.is_empty() && s.bytes().all(is_lower_alnum))
+        }
+        let alphabet = ['a', '1', '.', '-'];
+        let mut words = vec![String::new()];
+        for _ in 0..7 {
+            words = words
+                .iter()
+                .flat_map(|w| alphabet.iter().map(move |c| format!("{w}{c}")))
+                .chain(words.iter().cloned())
+                .collect();
+            words.sort();
+            words.dedup();
+        }
+        for w in &words {
+            assert_eq!(is_reverse_dns(w), by_segments(w), "{w:?}");
         }
     }
 

@@ -21,8 +21,25 @@ const UNESCAPED_MARKS: &[u8] = b";,/?:@&=+$-_.!~*'()#";
 /// Characters whose escape sequences `decodeURI` keeps escaped.
 const RESERVED: &[u8] = b";/?:@&=+$,#";
 
+/// `UNESCAPED[b]`: whether `encodeURI` leaves byte `b` as it is (a table, so that checking a long
+/// value costs one load per byte).
+const UNESCAPED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b as u8).is_ascii_alphanumeric();
+        b += 1;
+    }
+    let mut i = 0;
+    while i < UNESCAPED_MARKS.len() {
+        table[UNESCAPED_MARKS[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 fn is_unescaped(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || UNESCAPED_MARKS.contains(&b)
+    UNESCAPED[b as usize]
 }
 
 /// JavaScript's `encodeURI`: percent-encodes every byte of the UTF-8 form except letters, digits
@@ -175,6 +192,13 @@ mod tests {
         assert!(!is_valid_uri("%"));
         assert!(!is_valid_uri("%23"), "decodeURI keeps %23, encodeURI then escapes the %");
         assert!(!is_valid_uri("é"));
+    }
+
+    #[test]
+    fn the_table_is_encode_uri_unescaped_set() {
+        for b in 0..=u8::MAX {
+            assert_eq!(is_unescaped(b), b.is_ascii_alphanumeric() || UNESCAPED_MARKS.contains(&b), "{b}");
+        }
     }
 
     #[test]

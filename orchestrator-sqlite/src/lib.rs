@@ -341,7 +341,8 @@ where
         // journal entry of an event is committed with the record that consumed it, so an entry
         // found is the answer whatever the record read before it.
         read(&self.readers, id, move |conn, id| {
-            let stored = reads::record(conn, id, Tables::Live)?;
+            let stored = reads::record::<R>(conn, id, Tables::Live)?
+                .map(|Stored { record, version }| Stored { record: Arc::new(record), version });
             let produced = match stored {
                 Some(_) => reads::produced(conn, id, &event_id)?,
                 None => None,

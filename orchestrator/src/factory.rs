@@ -188,7 +188,8 @@ impl VersionedContract {
         } else {
             ("Emit", self.dataschema())
         };
-        build(self, kind, event_type, dataschema, &data, base)
+        // The payload is JSON already: no need to serialize it again.
+        build_json(self, kind, event_type, dataschema, data, base)
     }
 }
 
@@ -200,19 +201,27 @@ fn build<T: Serialize + ?Sized>(
     payload: &T,
     base: EventBuilder,
 ) -> Result<Event, FactoryError> {
-    let data = match serde_json::to_value(payload) {
-        Ok(Value::Object(map)) => map,
-        Ok(other) => {
-            return Err(FactoryError::Payload {
-                event_type: event_type.to_owned(),
-                reason: format!("it serialized to {other}"),
-            });
-        }
-        Err(e) => {
-            return Err(FactoryError::Payload { event_type: event_type.to_owned(), reason: e.to_string() });
-        }
-    };
-    let value = Value::Object(data);
+    match serde_json::to_value(payload) {
+        Ok(value) => build_json(vc, kind, event_type, dataschema, value, base),
+        Err(e) => Err(FactoryError::Payload { event_type: event_type.to_owned(), reason: e.to_string() }),
+    }
+}
+
+/// [`build`] with the payload as JSON.
+fn build_json(
+    vc: &VersionedContract,
+    kind: &'static str,
+    event_type: &str,
+    dataschema: &str,
+    value: Value,
+    base: EventBuilder,
+) -> Result<Event, FactoryError> {
+    if !value.is_object() {
+        return Err(FactoryError::Payload {
+            event_type: event_type.to_owned(),
+            reason: format!("it serialized to {value}"),
+        });
+    }
     if let Some(schema) = vc.schema_for_type(event_type) {
         schema.validate(&value).map_err(|errors| FactoryError::Data {
             kind,

@@ -54,11 +54,13 @@ pub struct EventBuilder {
 macro_rules! string_setters {
     ($($(#[$doc:meta])* $name:ident, $opt:ident;)*) => {$(
         $(#[$doc])*
+        #[inline]
         pub fn $name(mut self, value: impl Into<String>) -> Self {
             self.$name = Some(value.into());
             self
         }
         /// Sets or clears the field from an option.
+        #[inline]
         pub fn $opt(mut self, value: Option<impl Into<String>>) -> Self {
             self.$name = value.map(Into::into);
             self
@@ -97,6 +99,7 @@ impl EventBuilder {
     }
 
     /// Sets the subject (required).
+    #[inline]
     pub fn subject(mut self, value: impl Into<String>) -> Self {
         self.subject = Some(value.into());
         self.parsed_subject = None;
@@ -104,6 +107,7 @@ impl EventBuilder {
     }
 
     /// Sets the subject from a parsed orchestration subject, which the event then shares.
+    #[inline]
     pub fn orchestration_subject(mut self, subject: &Subject) -> Self {
         self.subject = Some(subject.as_str().to_owned());
         self.parsed_subject = Some(subject.clone());
@@ -112,19 +116,22 @@ impl EventBuilder {
 
     /// Sets the subject to `event`'s, sharing its parsed orchestration subject when it has one
     /// (so the new event's consumer does not decode it again).
+    #[inline]
     pub(crate) fn subject_of(mut self, event: &Event) -> Self {
-        self.subject = Some(event.subject.clone());
-        self.parsed_subject = event.parsed_subject.get().cloned();
+        self.subject = Some(event.0.subject.clone());
+        self.parsed_subject = event.0.parsed_subject.get().cloned();
         self
     }
 
     /// Sets the payload object (required).
+    #[inline]
     pub fn data(mut self, data: Map<String, Value>) -> Self {
         self.data = Some(Ok(data));
         self
     }
 
     /// Sets the payload from any JSON value; anything but an object is reported by `build`.
+    #[inline]
     pub fn data_json(mut self, data: Value) -> Self {
         self.data = Some(match data {
             Value::Object(map) => Ok(map),
@@ -134,24 +141,28 @@ impl EventBuilder {
     }
 
     /// Sets the execution cost.
+    #[inline]
     pub fn executionunits(mut self, units: impl Into<Number>) -> Self {
         self.executionunits = Some(units.into());
         self
     }
 
     /// Sets the execution cost from a float (non-finite values clear it).
+    #[inline]
     pub fn executionunits_f64(mut self, units: f64) -> Self {
         self.executionunits = Number::from_f64(units);
         self
     }
 
     /// Sets or clears the execution cost.
+    #[inline]
     pub fn executionunits_opt(mut self, units: Option<Number>) -> Self {
         self.executionunits = units;
         self
     }
 
     /// Adds a custom extension (key `^[a-z0-9]+$`).
+    #[inline]
     pub fn extension(mut self, key: impl Into<String>, value: impl Into<ExtensionValue>) -> Self {
         self.extensions.push((key.into(), value.into()));
         self
@@ -159,6 +170,7 @@ impl EventBuilder {
 
     /// Percent-encodes URI-valued fields that are not already valid encoded URIs (arvo-core's
     /// `createArvoEvent` behaviour, without its double encoding).
+    #[inline]
     pub fn encode_uris(mut self, yes: bool) -> Self {
         self.encode_uris = yes;
         self
@@ -187,6 +199,7 @@ impl EventBuilder {
     }
 
     pub(crate) fn from_event(e: &Event) -> Self {
+        let e = &*e.0;
         Self {
             id: Some(e.id.clone()),
             source: Some(e.source.clone()),
@@ -195,7 +208,7 @@ impl EventBuilder {
             parsed_subject: e.parsed_subject.get().cloned(),
             datacontenttype: Some(e.datacontenttype.clone()),
             dataschema: e.dataschema.clone(),
-            data: Some(Ok(e.data().clone())),
+            data: Some(Ok(e.data.as_object().cloned().unwrap_or_default())),
             time: Some(e.time.clone()),
             to: e.to.clone(),
             accesscontrol: e.accesscontrol.clone(),
@@ -212,32 +225,35 @@ impl EventBuilder {
 
     /// Applies the defaults, checks every rule and returns the event, or every broken rule.
     pub fn build(self) -> Result<Event, EventError> {
+        let encode_uris = self.encode_uris;
         let encode = |v: Option<String>| -> Option<String> {
             match v {
-                Some(v) if self.encode_uris => Some(uri::encode_uri_once(&v).into_owned()),
+                // Encoding only changes a value that is not a valid encoded URI already.
+                Some(v) if encode_uris => match uri::encode_uri_once(&v) {
+                    std::borrow::Cow::Borrowed(_) => Some(v),
+                    std::borrow::Cow::Owned(encoded) => Some(encoded),
+                },
                 other => other,
             }
         };
         let mut draft = Draft {
-            id: Some(self.id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string())),
-            source: encode(self.source.clone()),
+            id: Some(self.id.unwrap_or_else(new_id)),
+            source: encode(self.source),
             specversion: Some(SPEC_VERSION.to_owned()),
-            to: encode(self.to.clone().or_else(|| self.r#type.clone())),
-            r#type: self.r#type.clone(),
-            subject: encode(self.subject.clone()),
-            datacontenttype: Some(
-                self.datacontenttype.clone().unwrap_or_else(|| ARVO_CONTENT_TYPE.to_owned()),
-            ),
-            dataschema: encode(self.dataschema.clone()),
+            to: encode(self.to.or_else(|| self.r#type.clone())),
+            r#type: self.r#type,
+            subject: encode(self.subject),
+            datacontenttype: Some(self.datacontenttype.unwrap_or_else(|| ARVO_CONTENT_TYPE.to_owned())),
+            dataschema: encode(self.dataschema),
             data: None,
-            time: Some(self.time.clone().unwrap_or_else(time::now_utc)),
-            accesscontrol: self.accesscontrol.clone(),
-            redirectto: encode(self.redirectto.clone()),
-            executionunits: self.executionunits.clone(),
-            traceparent: self.traceparent.clone(),
-            tracestate: self.tracestate.clone(),
-            parentid: self.parentid.clone(),
-            domain: self.domain.clone(),
+            time: Some(self.time.unwrap_or_else(time::now_utc)),
+            accesscontrol: self.accesscontrol,
+            redirectto: encode(self.redirectto),
+            executionunits: self.executionunits,
+            traceparent: self.traceparent,
+            tracestate: self.tracestate,
+            parentid: self.parentid,
+            domain: self.domain,
             ..Draft::default()
         };
         match self.data {
@@ -264,6 +280,12 @@ impl EventBuilder {
             None => event,
         })
     }
+}
+
+/// A new event id: a uuid v4, hyphenated, lower case (as `Uuid::to_string`, without the
+/// formatting machinery).
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::new_v4().hyphenated().encode_lower(&mut uuid::Uuid::encode_buffer()).to_owned()
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ pub mod time;
 mod validate;
 mod wire;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde_json::{Map, Number, Value};
@@ -99,50 +99,77 @@ impl From<i64> for ExtensionValue {
 }
 
 /// An Arvo event (CloudEvents 1.0 structured JSON with Arvo's extensions). Always valid.
-#[derive(Debug, Clone)]
-pub struct Event {
-    pub(crate) id: String,
-    pub(crate) source: String,
-    pub(crate) r#type: String,
-    pub(crate) subject: String,
-    pub(crate) datacontenttype: String,
-    pub(crate) dataschema: Option<String>,
-    /// Always a JSON object (checked on every way in); kept as a `Value` so validation and
-    /// decoding borrow it instead of copying it.
-    pub(crate) data: Value,
-    pub(crate) time: String,
-    pub(crate) to: Option<String>,
-    pub(crate) accesscontrol: Option<String>,
-    pub(crate) redirectto: Option<String>,
-    pub(crate) executionunits: Option<Number>,
-    pub(crate) traceparent: Option<String>,
-    pub(crate) tracestate: Option<String>,
-    pub(crate) parentid: Option<String>,
-    pub(crate) domain: Option<String>,
-    pub(crate) extensions: IndexMap<String, ExtensionValue>,
-    /// The parsed orchestration subject, decoded at most once per event.
-    pub(crate) parsed_subject: OnceLock<Subject>,
+///
+/// An event is immutable, so its fields are shared: cloning one is cheap (a reference count),
+/// which is what journals, handler inputs and redeliveries do with it.
+#[derive(Clone)]
+pub struct Event(pub(crate) Arc<fields::Event>);
+
+/// The fields of an [`Event`] (a module of its own so that `Debug` still names it `Event`).
+pub(crate) mod fields {
+    use std::sync::OnceLock;
+
+    use indexmap::IndexMap;
+    use serde_json::{Number, Value};
+
+    use super::ExtensionValue;
+    use crate::subject::Subject;
+
+    #[derive(Debug)]
+    pub(crate) struct Event {
+        pub(crate) id: String,
+        pub(crate) source: String,
+        pub(crate) r#type: String,
+        pub(crate) subject: String,
+        pub(crate) datacontenttype: String,
+        pub(crate) dataschema: Option<String>,
+        /// Always a JSON object (checked on every way in); kept as a `Value` so validation and
+        /// decoding borrow it instead of copying it.
+        pub(crate) data: Value,
+        pub(crate) time: String,
+        pub(crate) to: Option<String>,
+        pub(crate) accesscontrol: Option<String>,
+        pub(crate) redirectto: Option<String>,
+        pub(crate) executionunits: Option<Number>,
+        pub(crate) traceparent: Option<String>,
+        pub(crate) tracestate: Option<String>,
+        pub(crate) parentid: Option<String>,
+        pub(crate) domain: Option<String>,
+        pub(crate) extensions: IndexMap<String, ExtensionValue>,
+        /// The parsed orchestration subject, decoded at most once per event.
+        pub(crate) parsed_subject: OnceLock<Subject>,
+    }
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
 }
 
 impl PartialEq for Event {
     fn eq(&self, o: &Self) -> bool {
-        self.id == o.id
-            && self.source == o.source
-            && self.r#type == o.r#type
-            && self.subject == o.subject
-            && self.datacontenttype == o.datacontenttype
-            && self.dataschema == o.dataschema
-            && self.data == o.data
-            && self.time == o.time
-            && self.to == o.to
-            && self.accesscontrol == o.accesscontrol
-            && self.redirectto == o.redirectto
-            && self.executionunits == o.executionunits
-            && self.traceparent == o.traceparent
-            && self.tracestate == o.tracestate
-            && self.parentid == o.parentid
-            && self.domain == o.domain
-            && self.extensions == o.extensions
+        if Arc::ptr_eq(&self.0, &o.0) {
+            return true;
+        }
+        let (e, o) = (&*self.0, &*o.0);
+        e.id == o.id
+            && e.source == o.source
+            && e.r#type == o.r#type
+            && e.subject == o.subject
+            && e.datacontenttype == o.datacontenttype
+            && e.dataschema == o.dataschema
+            && e.data == o.data
+            && e.time == o.time
+            && e.to == o.to
+            && e.accesscontrol == o.accesscontrol
+            && e.redirectto == o.redirectto
+            && e.executionunits == o.executionunits
+            && e.traceparent == o.traceparent
+            && e.tracestate == o.tracestate
+            && e.parentid == o.parentid
+            && e.domain == o.domain
+            && e.extensions == o.extensions
     }
 }
 
@@ -171,11 +198,11 @@ impl Event {
 
     /// Unique id of the event.
     pub fn id(&self) -> &str {
-        &self.id
+        &self.0.id
     }
     /// Who produced the event (a handler's source topic).
     pub fn source(&self) -> &str {
-        &self.source
+        &self.0.source
     }
     /// The CloudEvents spec version (always `1.0`).
     pub fn specversion(&self) -> &str {
@@ -183,82 +210,82 @@ impl Event {
     }
     /// The event type (reverse-DNS).
     pub fn r#type(&self) -> &str {
-        &self.r#type
+        &self.0.r#type
     }
     /// The subject: for orchestration events, the encoded workflow subject.
     pub fn subject(&self) -> &str {
-        &self.subject
+        &self.0.subject
     }
     /// The content type of `data`.
     pub fn datacontenttype(&self) -> &str {
-        &self.datacontenttype
+        &self.0.datacontenttype
     }
     /// `<contract uri>/<version>` of the payload's schema, if any.
     pub fn dataschema(&self) -> Option<&str> {
-        self.dataschema.as_deref()
+        self.0.dataschema.as_deref()
     }
     /// The payload (always a JSON object).
     pub fn data(&self) -> &Map<String, Value> {
         static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
-        self.data.as_object().unwrap_or(&EMPTY)
+        self.0.data.as_object().unwrap_or(&EMPTY)
     }
 
     /// The payload as a JSON value (always an object).
     pub fn data_value(&self) -> &Value {
-        &self.data
+        &self.0.data
     }
     /// When the event happened (RFC 3339 with offset).
     pub fn time(&self) -> &str {
-        &self.time
+        &self.0.time
     }
     /// The topic the event is routed to.
     pub fn to(&self) -> Option<&str> {
-        self.to.as_deref()
+        self.0.to.as_deref()
     }
     /// Access-control information.
     pub fn accesscontrol(&self) -> Option<&str> {
-        self.accesscontrol.as_deref()
+        self.0.accesscontrol.as_deref()
     }
     /// Where the response to this event should go.
     pub fn redirectto(&self) -> Option<&str> {
-        self.redirectto.as_deref()
+        self.0.redirectto.as_deref()
     }
     /// The cost of producing the event, exactly as written.
     pub fn executionunits_number(&self) -> Option<&Number> {
-        self.executionunits.as_ref()
+        self.0.executionunits.as_ref()
     }
     /// The cost of producing the event.
     pub fn executionunits(&self) -> Option<f64> {
-        self.executionunits.as_ref().and_then(Number::as_f64)
+        self.0.executionunits.as_ref().and_then(Number::as_f64)
     }
     /// W3C trace context `traceparent`.
     pub fn traceparent(&self) -> Option<&str> {
-        self.traceparent.as_deref()
+        self.0.traceparent.as_deref()
     }
     /// W3C trace context `tracestate`.
     pub fn tracestate(&self) -> Option<&str> {
-        self.tracestate.as_deref()
+        self.0.tracestate.as_deref()
     }
     /// Id of the event that caused this one.
     pub fn parentid(&self) -> Option<&str> {
-        self.parentid.as_deref()
+        self.0.parentid.as_deref()
     }
     /// The domain the event is addressed to (`None` = the local broker).
     pub fn domain(&self) -> Option<&str> {
-        self.domain.as_deref()
+        self.0.domain.as_deref()
     }
     /// Custom extensions (not the Arvo or tracing ones), in their original order.
     pub fn extensions(&self) -> &IndexMap<String, ExtensionValue> {
-        &self.extensions
+        &self.0.extensions
     }
 
     /// The orchestration subject, decoded and validated once per event and then shared.
     pub fn orchestration_subject(&self) -> Result<&Subject, SubjectError> {
-        if let Some(subject) = self.parsed_subject.get() {
+        if let Some(subject) = self.0.parsed_subject.get() {
             return Ok(subject);
         }
-        let parsed = Subject::parse(&self.subject)?;
-        Ok(self.parsed_subject.get_or_init(|| parsed))
+        let parsed = Subject::parse(&self.0.subject)?;
+        Ok(self.0.parsed_subject.get_or_init(|| parsed))
     }
 
     /// The event as a flat JSON object in Arvo's key order.
@@ -278,8 +305,8 @@ impl Event {
 
     /// Shares an already-parsed subject with this event (it must be this event's subject).
     pub(crate) fn with_parsed_subject(self, subject: Subject) -> Self {
-        if subject.as_str() == self.subject {
-            let _ = self.parsed_subject.set(subject);
+        if subject.as_str() == self.0.subject {
+            let _ = self.0.parsed_subject.set(subject);
         }
         self
     }

@@ -3,7 +3,9 @@
 /// The current time in UTC, as arvo-core formats it (`2025-01-31T12:34:56.789+00:00`), but really
 /// in UTC (arvo-core writes local wall-clock time labelled `+00:00`).
 pub fn now_utc() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3f+00:00").to_string()
+    // chrono writes a UTC offset as `+00:00` unless asked for `Z`; this is the format
+    // `%Y-%m-%dT%H:%M:%S%.3f+00:00` without parsing a format string for every event.
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
 }
 
 /// `at` in UTC as RFC 3339 with milliseconds and `Z` (`2026-11-21T08:30:00.125Z`), for journals,
@@ -86,6 +88,22 @@ mod tests {
         let parsed = chrono::DateTime::parse_from_rfc3339(&t).unwrap();
         let drift = (chrono::Utc::now() - parsed.to_utc()).num_seconds().abs();
         assert!(drift < 5, "generated time must be UTC now, drift {drift}s");
+    }
+
+    #[test]
+    fn generated_time_has_arvo_format() {
+        let instants =
+            [(0, 0), (1_643_723_400, 123_456_789), (1_700_000_000, 999_999_999), (951_782_400, 1_000_000)];
+        for now in instants
+            .map(|(s, n)| chrono::DateTime::from_timestamp(s, n).unwrap())
+            .into_iter()
+            .chain([chrono::Utc::now()])
+        {
+            let ours = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, false);
+            assert_eq!(ours, now.format("%Y-%m-%dT%H:%M:%S%.3f+00:00").to_string());
+        }
+        let t = now_utc();
+        assert_eq!(t.len(), "2025-01-31T12:34:56.789+00:00".len(), "{t}");
     }
 
     #[test]

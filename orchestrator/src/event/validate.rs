@@ -309,7 +309,7 @@ impl Draft {
             let missing = vec![FieldError::new("event", "is missing required fields", None)];
             return Err(FieldErrors { what: "event".into(), errors: missing }.into());
         };
-        Ok(Event {
+        Ok(Event(std::sync::Arc::new(super::fields::Event {
             id,
             source,
             r#type,
@@ -328,7 +328,7 @@ impl Draft {
             domain: self.domain,
             extensions: self.extensions,
             parsed_subject: OnceLock::new(),
-        })
+        })))
     }
 }
 

@@ -12,25 +12,26 @@ use super::{Event, SPEC_VERSION};
 
 impl Serialize for Event {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(17 + self.extensions.len()))?;
-        map.serialize_entry("id", &self.id)?;
-        map.serialize_entry("source", &self.source)?;
+        let e = &*self.0;
+        let mut map = serializer.serialize_map(Some(17 + e.extensions.len()))?;
+        map.serialize_entry("id", &e.id)?;
+        map.serialize_entry("source", &e.source)?;
         map.serialize_entry("specversion", SPEC_VERSION)?;
-        map.serialize_entry("type", &self.r#type)?;
-        map.serialize_entry("subject", &self.subject)?;
-        map.serialize_entry("datacontenttype", &self.datacontenttype)?;
-        map.serialize_entry("dataschema", &self.dataschema)?;
-        map.serialize_entry("data", &self.data)?;
-        map.serialize_entry("time", &self.time)?;
-        map.serialize_entry("to", &self.to)?;
-        map.serialize_entry("accesscontrol", &self.accesscontrol)?;
-        map.serialize_entry("redirectto", &self.redirectto)?;
-        map.serialize_entry("executionunits", &self.executionunits)?;
-        map.serialize_entry("traceparent", &self.traceparent)?;
-        map.serialize_entry("tracestate", &self.tracestate)?;
-        map.serialize_entry("parentid", &self.parentid)?;
-        map.serialize_entry("domain", &self.domain)?;
-        for (key, value) in &self.extensions {
+        map.serialize_entry("type", &e.r#type)?;
+        map.serialize_entry("subject", &e.subject)?;
+        map.serialize_entry("datacontenttype", &e.datacontenttype)?;
+        map.serialize_entry("dataschema", &e.dataschema)?;
+        map.serialize_entry("data", &e.data)?;
+        map.serialize_entry("time", &e.time)?;
+        map.serialize_entry("to", &e.to)?;
+        map.serialize_entry("accesscontrol", &e.accesscontrol)?;
+        map.serialize_entry("redirectto", &e.redirectto)?;
+        map.serialize_entry("executionunits", &e.executionunits)?;
+        map.serialize_entry("traceparent", &e.traceparent)?;
+        map.serialize_entry("tracestate", &e.tracestate)?;
+        map.serialize_entry("parentid", &e.parentid)?;
+        map.serialize_entry("domain", &e.domain)?;
+        for (key, value) in &e.extensions {
             map.serialize_entry(key, &ExtRef(value))?;
         }
         map.end()

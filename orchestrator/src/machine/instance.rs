@@ -308,6 +308,30 @@ impl<M: Machine> MachineInstance<M> {
         }
     }
 
+    /// [`snapshot`](Self::snapshot) as JSON, written from the instance without copying it
+    /// (the same value as `serde_json::to_value(self.snapshot())`).
+    pub fn snapshot_json(&self) -> Result<serde_json::Value, MachineError> {
+        /// [`Snapshot`] borrowing the instance: same fields, same attributes, same output.
+        #[derive(Serialize)]
+        struct SnapshotRef<'a, C> {
+            subject: Option<&'a str>,
+            context: &'a C,
+            state: &'a MachineState,
+            #[serde(rename = "epochMs", skip_serializing_if = "Option::is_none")]
+            epoch_ms: Option<u64>,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            value: Vec<&'a str>,
+        }
+        let snapshot = SnapshotRef {
+            subject: self.subject(),
+            context: self.interp.context(),
+            state: self.interp.state(),
+            epoch_ms: self.epoch_ms,
+            value: self.active_paths(),
+        };
+        serde_json::to_value(snapshot).map_err(|e| MachineError::Snapshot(e.to_string()))
+    }
+
     fn backup(&self) -> (MachineState, M::Context) {
         (self.interp.snapshot(), self.interp.context().clone())
     }

@@ -149,6 +149,19 @@ impl<R: Sync + Send + 'static, M: Memory<R>> Memory<R> for Arc<M> {
     ) -> Result<u64, MemoryError> {
         (**self).write(id, record, prev, lease, meta).await
     }
+    async fn read_shared(&self, id: &str) -> Result<Option<Stored<Arc<R>>>, MemoryError> {
+        (**self).read_shared(id).await
+    }
+    async fn write_owned(
+        &self,
+        id: &str,
+        record: R,
+        prev: Option<u64>,
+        lease: Option<&Lease>,
+        meta: &WriteMeta<'_>,
+    ) -> Result<u64, MemoryError> {
+        (**self).write_owned(id, record, prev, lease, meta).await
+    }
     async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
         (**self).lock(id).await
     }

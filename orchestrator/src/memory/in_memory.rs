@@ -221,24 +221,12 @@ impl<R> InMemory<R> {
     }
 }
 
-fn lock_shard<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding a shard cannot leave a slot half-updated (every update is a single
-    // assignment), so a poisoned lock is still consistent.
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
-    async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
-        check_id(id)?;
-        let shard = lock_shard(self.shard(id));
-        let stored = shard.get(id).and_then(|slot| slot.record.as_ref());
-        Ok(stored.map(|(record, version)| Stored { record: R::clone(record), version: *version }))
-    }
-
-    async fn write(
+impl<R> InMemory<R> {
+    /// [`Memory::write`] of the record `record()` makes (only once the write is allowed).
+    fn store(
         &self,
         id: &str,
-        record: &R,
+        record: impl FnOnce() -> R,
         prev: Option<u64>,
         lease: Option<&Lease>,
         meta: &WriteMeta<'_>,
@@ -259,7 +247,7 @@ impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
             return Err(MemoryError::Conflict { id: id.to_owned(), expected: prev, found });
         }
         let version = found.unwrap_or(0) + 1;
-        let record = Arc::new(record.clone());
+        let record = Arc::new(record());
         slot.wake_at = meta.wake_at;
         if let super::Materialized::Resolved(Some(parent)) = meta.parent_subject
             && slot.parent.is_none()
@@ -279,6 +267,50 @@ impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
         }
         slot.record = Some((record, version));
         Ok(version)
+    }
+}
+
+fn lock_shard<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding a shard cannot leave a slot half-updated (every update is a single
+    // assignment), so a poisoned lock is still consistent.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
+    async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
+        check_id(id)?;
+        let shard = lock_shard(self.shard(id));
+        let stored = shard.get(id).and_then(|slot| slot.record.as_ref());
+        Ok(stored.map(|(record, version)| Stored { record: R::clone(record), version: *version }))
+    }
+
+    async fn read_shared(&self, id: &str) -> Result<Option<Stored<Arc<R>>>, MemoryError> {
+        check_id(id)?;
+        let shard = lock_shard(self.shard(id));
+        let stored = shard.get(id).and_then(|slot| slot.record.as_ref());
+        Ok(stored.map(|(record, version)| Stored { record: Arc::clone(record), version: *version }))
+    }
+
+    async fn write(
+        &self,
+        id: &str,
+        record: &R,
+        prev: Option<u64>,
+        lease: Option<&Lease>,
+        meta: &WriteMeta<'_>,
+    ) -> Result<u64, MemoryError> {
+        self.store(id, || record.clone(), prev, lease, meta)
+    }
+
+    async fn write_owned(
+        &self,
+        id: &str,
+        record: R,
+        prev: Option<u64>,
+        lease: Option<&Lease>,
+        meta: &WriteMeta<'_>,
+    ) -> Result<u64, MemoryError> {
+        self.store(id, || record, prev, lease, meta)
     }
 
     async fn produced(&self, id: &str, event_id: &str) -> Result<Option<Vec<Event>>, MemoryError> {

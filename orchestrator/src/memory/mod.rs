@@ -27,6 +27,7 @@ mod journal;
 pub mod testing;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::event::Event;
@@ -103,8 +104,8 @@ pub struct JournalEntry<'a> {
 /// already consumed the event, the events it produced then.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lookup<R> {
-    /// The record and its version, or `None`.
-    pub stored: Option<Stored<R>>,
+    /// The record (shared, as [`Memory::read_shared`] gives it) and its version, or `None`.
+    pub stored: Option<Stored<Arc<R>>>,
     /// The events produced when the event was first consumed (journaling backends; `None` when
     /// it was not consumed yet, when there is no record, or without a journal).
     pub produced: Option<Vec<Event>>,
@@ -188,6 +189,37 @@ pub trait Memory<R>: Send + Sync {
         meta: &WriteMeta<'_>,
     ) -> impl Future<Output = Result<u64, MemoryError>> + Send;
 
+    /// [`Memory::read`] with the record behind an [`Arc`], so a backend that keeps its records
+    /// in memory can share its own instead of cloning it. The default wraps [`Memory::read`].
+    fn read_shared(
+        &self,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<Stored<Arc<R>>>, MemoryError>> + Send
+    where
+        R: Send + Sync,
+    {
+        async move {
+            let stored = self.read(id).await?;
+            Ok(stored.map(|Stored { record, version }| Stored { record: Arc::new(record), version }))
+        }
+    }
+
+    /// [`Memory::write`] taking the record by value, so a backend that keeps its records in
+    /// memory can store it instead of cloning it. The default writes a reference to it.
+    fn write_owned(
+        &self,
+        id: &str,
+        record: R,
+        prev: Option<u64>,
+        lease: Option<&Lease>,
+        meta: &WriteMeta<'_>,
+    ) -> impl Future<Output = Result<u64, MemoryError>> + Send
+    where
+        R: Send + Sync,
+    {
+        async move { self.write(id, &record, prev, lease, meta).await }
+    }
+
     /// Acquires the lease on workflow `id`; `Ok(None)` when another holder has it.
     fn lock(&self, id: &str) -> impl Future<Output = Result<Option<Lease>, MemoryError>> + Send;
 
@@ -214,15 +246,15 @@ pub trait Memory<R>: Send + Sync {
         async { Ok(None) }
     }
 
-    /// [`Memory::read`] and, when there is a record, [`Memory::produced`] for `event_id`: what
+    /// [`Memory::read_shared`] and, when there is a record, [`Memory::produced`] for `event_id`: what
     /// the lifecycle needs before running an event. A backend can answer both in one round trip
     /// from one snapshot; the default makes the two calls.
     fn lookup(&self, id: &str, event_id: &str) -> impl Future<Output = Result<Lookup<R>, MemoryError>> + Send
     where
-        R: Send,
+        R: Send + Sync,
     {
         async move {
-            let stored = self.read(id).await?;
+            let stored = self.read_shared(id).await?;
             let produced = match stored {
                 Some(_) => self.produced(id, event_id).await?,
                 None => None,

@@ -223,7 +223,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         let is_init = event.r#type() == self.core.source();
         let is_wake = event.r#type() == self.wake_type;
         let (record, version) = match &stored {
-            Some(Stored { record, version }) => (Some(record), Some(*version)),
+            Some(Stored { record, version }) => (Some(&**record), Some(*version)),
             None => (None, None),
         };
         match record {
@@ -284,7 +284,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                 };
                 let wake_at = if output.done { None } else { output.wake_at };
                 let new = WorkflowRecord { wake_at_ms: wake_at.map(unix_ms), ..new };
-                self.write(subject, &new, version, lease, &meta(wake_at).with(&output.events), exec).await?;
+                self.write(subject, new, version, lease, &meta(wake_at).with(&output.events), exec).await?;
                 Ok((output.events, output.done))
             }
             Err(StepError::Violation(violation)) => Err(violation),
@@ -316,7 +316,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     wake_at_ms: None,
                 };
                 // Against the version read (Arvo's bug 4 writes it as if nothing existed).
-                self.write(subject, &latch, version, lease, &meta(None).with(&events), exec).await?;
+                self.write(subject, latch, version, lease, &meta(None).with(&events), exec).await?;
                 Ok((events, false))
             }
         }
@@ -325,15 +325,15 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
     async fn write(
         &self,
         subject: &Subject,
-        record: &WorkflowRecord,
+        record: WorkflowRecord,
         prev: Option<u64>,
         lease: Option<&Lease>,
         meta: &WriteMeta<'_>,
         exec: &Execution,
     ) -> Result<u64, Violation> {
         let mut span = exec.memory(MemoryOp::Write, subject.as_str());
-        span.record_bytes(Some(record));
-        let written = self.memory.write(subject.as_str(), record, prev, lease, meta).await;
+        span.record_bytes(Some(&record));
+        let written = self.memory.write_owned(subject.as_str(), record, prev, lease, meta).await;
         span.result(&written);
         written.map_err(|e| {
             Violation::transaction(
@@ -372,7 +372,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         let mut span = exec.memory(MemoryOp::Read, id);
         let found = self.memory.lookup(id, event_id).await;
         if let Ok(found) = &found {
-            span.record_bytes(found.stored.as_ref().map(|s| &s.record));
+            span.record_bytes(found.stored.as_ref().map(|s| &*s.record));
         }
         span.result(&found);
         found

@@ -99,8 +99,7 @@ impl<M: Machine> ErasedMachine for Erased<M> {
             (Some(due), Some(epoch)) => Some(UNIX_EPOCH + Duration::from_millis(epoch.saturating_add(due))),
             _ => None,
         };
-        let state = serde_json::to_value(instance.snapshot())
-            .map_err(|e| machine_error(MachineError::Snapshot(e.to_string())))?;
+        let state = instance.snapshot_json().map_err(machine_error)?;
         let output = match instance.output() {
             None => None,
             Some(output) => Some(serde_json::to_value(output).map_err(|e| {

@@ -432,6 +432,12 @@ impl Inner {
 
     fn select_version(&self, event: &Event) -> Result<&'static VersionedContract, Violation> {
         let contract = self.contract;
+        // Usually the dataschema is exactly one of the versions' `<uri>/<version>`.
+        if let Some(dataschema) = event.dataschema()
+            && let Some(vc) = contract.versions().find(|vc| vc.dataschema() == dataschema)
+        {
+            return Ok(vc);
+        }
         let Some(parsed) = event.dataschema().and_then(dataschema::parse) else {
             // OpenTelemetry: log a WARNING "Version resolution failed for event with dataschema
             // '…'. Defaulting to the latest version".
@@ -468,7 +474,7 @@ impl Inner {
     ) -> Result<Vec<Event>, Violation> {
         let ctx = DomainContext::for_event(event).contract_domain(vc.domain());
         let mut out = Vec::with_capacity(emits.len());
-        for emit in emits {
+        for mut emit in emits {
             let fail = |reason: String| {
                 Violation::contract(format!(
                     "Emitted event creation failed: '{}' from handler for {} (input event id={}): {reason}",
@@ -477,8 +483,8 @@ impl Inner {
                     event.id()
                 ))
             };
-            let data =
-                emit.data.clone().map_err(|e| fail(format!("the payload cannot be serialized: {e}")))?;
+            let data = std::mem::replace(&mut emit.data, Ok(serde_json::Map::new()))
+                .map_err(|e| fail(format!("the payload cannot be serialized: {e}")))?;
             let executionunits =
                 match emit.executionunits {
                     None => self.executionunits.clone(),
@@ -504,12 +510,17 @@ impl Inner {
                 base = base.extension(key.clone(), value.clone());
             }
             let domains = emit.domains.as_deref().unwrap_or(&self.emit_domains);
-            for domain in resolve_all(domains, &ctx) {
-                let built = vc.event_from_json(
-                    emit.event_type,
-                    Value::Object(data.clone()),
-                    base.clone().domain_opt(domain),
-                );
+            let domains = resolve_all(domains, &ctx);
+            let count = domains.len();
+            let mut data = Value::Object(data);
+            for (i, domain) in domains.into_iter().enumerate() {
+                // The last (usually the only) domain's event takes the payload and the builder.
+                let (data, base) = if i + 1 == count {
+                    (std::mem::take(&mut data), std::mem::take(&mut base))
+                } else {
+                    (data.clone(), base.clone())
+                };
+                let built = vc.event_from_json(emit.event_type, data, base.domain_opt(domain));
                 out.push(built.map_err(|e| {
                     let metadata = match &e {
                         FactoryError::Data { errors, .. } => Some(schema_errors_json(errors)),
