@@ -52,6 +52,11 @@ const EXPECTED: &[Expect] = &[
     sqlite("sqlite_chain_normal_1000"),
     sqlite("sqlite_chain_safe_full_1"),
     sqlite("sqlite_chain_safe_full_1000"),
+    expect("orchestrator_loop_10", 21),
+    expect("orchestrator_loop_100", 201),
+    expect("orchestrator_loop_1000", 2001),
+    expect("sqlite_loop_normal_10", 21),
+    expect("sqlite_loop_normal_1000", 2001),
 ];
 
 /// The last JSON line of a successful run.
@@ -138,8 +143,34 @@ fn every_workload_prints_a_valid_line() {
             "orchestrator_chain_interleaved" | "resumable_chain_interleaved" => {
                 assert_eq!(line["params"]["in_flight"], 1000);
             }
+            key if key.contains("_loop_") => check_loop(e, &line),
             _ => {}
         }
+    }
+}
+
+/// The history-length workloads: L in `params`, one orchestrator sample per journal entry, and on
+/// SQLite one write per execution plus one cleanup per workflow, whatever L.
+fn check_loop(e: &Expect, line: &Value) {
+    let key = e.key;
+    let params = &line["params"];
+    let steps = int(params, "steps");
+    assert_eq!(2 * steps + 1, e.per_workflow, "{key}: steps");
+    assert_eq!(int(params, "journal_entries"), steps + 1, "{key}");
+    let workflows = int(line, "workflows");
+    assert_eq!(int(params, "orc_executions"), workflows * (steps + 1), "{key}: orchestrator samples");
+    for p in [
+        "orc_p50_us",
+        "orc_p99_us",
+        "orc_first_p50_us",
+        "orc_last_p50_us",
+        "orc_init_p50_us",
+        "orc_final_p50_us",
+    ] {
+        assert!(num(params, p) > 0.0, "{key}: {p}");
+    }
+    if key.starts_with("sqlite_") {
+        assert_eq!(int(params, "operations"), workflows * (steps + 2), "{key}: store writes");
     }
 }
 

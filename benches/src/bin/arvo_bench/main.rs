@@ -9,11 +9,13 @@
 //!
 //! Modules: [`rig`] (the measuring FIFO loop), [`fanout`] (`orchestrator_fanout`), [`otel`] (the chain with
 //! a recording OpenTelemetry SDK provider), [`floor`] (the chain's work without the runtime), [`durable`]
-//! (the chain on SQLite).
+//! (the chain on SQLite), [`history`] (`orchestrator_loop_<L>`, `sqlite_loop_normal_<L>`: cost per event
+//! against the history length).
 
 mod durable;
 pub mod fanout;
 mod floor;
+pub mod history;
 mod otel;
 mod rig;
 
@@ -72,6 +74,11 @@ const WORKLOADS: &[Workload] = &[
     workload("sqlite_chain_normal_1000", 6_000),
     workload("sqlite_chain_safe_full_1", 500),
     workload("sqlite_chain_safe_full_1000", 6_000),
+    workload("orchestrator_loop_10", 1_500),
+    workload("orchestrator_loop_100", 150),
+    workload("orchestrator_loop_1000", 15),
+    workload("sqlite_loop_normal_10", 300),
+    workload("sqlite_loop_normal_1000", 10),
 ];
 
 /// The workload selected by `key`.
@@ -315,6 +322,11 @@ fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
         "sqlite_chain_normal_1000" => durable::chain(n, Normal, IN_FLIGHT, Bare)?,
         "sqlite_chain_safe_full_1" => durable::chain(n, Full, 1, CrashSafe)?,
         "sqlite_chain_safe_full_1000" => durable::chain(n, Full, IN_FLIGHT, CrashSafe)?,
+        "orchestrator_loop_10" => history::in_memory(&rt, n, 10)?,
+        "orchestrator_loop_100" => history::in_memory(&rt, n, 100)?,
+        "orchestrator_loop_1000" => history::in_memory(&rt, n, 1000)?,
+        "sqlite_loop_normal_10" => history::sqlite(n, 10)?,
+        "sqlite_loop_normal_1000" => history::sqlite(n, 1000)?,
         _ => return Err(format!("workload `{key}` has no runner").into()),
     };
     let mut lat = m.rec.latencies_us;
