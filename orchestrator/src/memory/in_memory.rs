@@ -69,13 +69,56 @@ struct Slot<R> {
     wake_at: Option<SystemTime>,
     /// The journal, oldest first (when journaling).
     journal: Vec<Journaled<R>>,
+    /// The journal's entries by the id of the event they consumed (positions in `journal`), so
+    /// that looking up a delivery does not grow with the history.
+    consumed: ConsumedIndex,
     /// The parent workflow, once known.
     parent: Option<String>,
 }
 
 impl<R> Default for Slot<R> {
     fn default() -> Self {
-        Self { record: None, lease: None, wake_at: None, journal: Vec::new(), parent: None }
+        Self {
+            record: None,
+            lease: None,
+            wake_at: None,
+            journal: Vec::new(),
+            consumed: ConsumedIndex::default(),
+            parent: None,
+        }
+    }
+}
+
+/// Journal positions by consumed event id: a hash table of positions that compares against the
+/// journal's own events, so no id is stored twice.
+#[derive(Default)]
+struct ConsumedIndex {
+    hasher: hashbrown::DefaultHashBuilder,
+    positions: hashbrown::HashTable<usize>,
+}
+
+impl ConsumedIndex {
+    fn consumed_at<R>(journal: &[Journaled<R>], position: usize) -> Option<&str> {
+        journal.get(position).and_then(|e| e.consumed.as_ref()).map(Event::id)
+    }
+
+    /// The position of the entry that consumed `event_id`.
+    fn find<R>(&self, journal: &[Journaled<R>], event_id: &str) -> Option<usize> {
+        let hash = self.hasher.hash_one(event_id);
+        self.positions.find(hash, |&p| Self::consumed_at(journal, p) == Some(event_id)).copied()
+    }
+
+    /// Indexes the entry at `position` (the first entry that consumed an event wins).
+    fn insert<R>(&mut self, journal: &[Journaled<R>], position: usize) {
+        let Some(event_id) = Self::consumed_at(journal, position) else { return };
+        if self.find(journal, event_id).is_some() {
+            return;
+        }
+        let hasher = &self.hasher;
+        let hash = hasher.hash_one(event_id);
+        self.positions.insert_unique(hash, position, |&p| {
+            hasher.hash_one(Self::consumed_at(journal, p).unwrap_or_default())
+        });
     }
 }
 
@@ -264,6 +307,7 @@ impl<R> InMemory<R> {
                 produced: entry.produced.to_vec(),
                 record: Arc::clone(&record),
             });
+            slot.consumed.insert(&slot.journal, slot.journal.len() - 1);
         }
         slot.record = Some((record, version));
         Ok(version)
@@ -317,11 +361,8 @@ impl<R: Clone + Send + Sync> Memory<R> for InMemory<R> {
         check_id(id)?;
         let shard = lock_shard(self.shard(id));
         Ok(shard.get(id).and_then(|slot| {
-            slot.journal
-                .iter()
-                .rev()
-                .find(|e| e.consumed.as_ref().is_some_and(|c| c.id() == event_id))
-                .map(|e| e.produced.clone())
+            let position = slot.consumed.find(&slot.journal, event_id)?;
+            slot.journal.get(position).map(|e| e.produced.clone())
         }))
     }
 
