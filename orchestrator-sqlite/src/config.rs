@@ -81,6 +81,11 @@ pub struct SqliteConfig {
     pub max_group: usize,
     /// How many idle read connections are kept open.
     pub readers: usize,
+    /// How many workflows' records the write-through record cache keeps (0 disables it): the
+    /// records this store committed, decoded, so that the read before an execution needs no
+    /// SQLite read (see the [crate documentation](crate)). Finished workflows leave it at
+    /// cleanup.
+    pub record_cache: usize,
     /// The name this store's leases are held under, unique to one live process at a time (a
     /// node or worker name that stays the same across restarts). Opening the store releases
     /// the leases a previous run under the same name held: after a crash, its workflows are
@@ -105,6 +110,7 @@ impl SqliteConfig {
             busy_timeout: Duration::from_secs(5),
             max_group: 1024,
             readers: 4,
+            record_cache: 10_000,
             checkpoint_every: Duration::from_millis(100),
             owner: None,
         }
@@ -158,6 +164,13 @@ impl SqliteConfig {
     #[must_use]
     pub fn readers(mut self, readers: usize) -> Self {
         self.readers = readers;
+        self
+    }
+
+    /// Sets [`SqliteConfig::record_cache`].
+    #[must_use]
+    pub fn record_cache(mut self, workflows: usize) -> Self {
+        self.record_cache = workflows;
         self
     }
 

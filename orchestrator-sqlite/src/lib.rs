@@ -21,6 +21,11 @@
 //!   file, so that a process killed mid-workflow loses none of them (wrap the broker's handlers
 //!   in [`orchestrator::outbox::Outboxed`] and call [`orchestrator::outbox::redeliver`] at
 //!   start-up).
+//! * **Record cache.** The records this store commits are kept decoded (up to
+//!   [`SqliteConfig::record_cache`] workflows), so the lifecycle's read before an execution
+//!   ([`Memory::lookup`]) usually touches neither a read connection nor JSON. Another process's
+//!   commit invalidates the cache (the writer checks `PRAGMA data_version` under the write
+//!   lock); see [`Memory::lookup`] below for what that guarantees.
 //! * **Retention.** [`Retention::Keep`], [`Retention::Remove`], [`Retention::RemoveAfter`] or
 //!   [`Retention::Archive`] (moves a finished workflow's record and journal to archive tables).
 //!
@@ -64,6 +69,7 @@
 //! # }
 //! ```
 
+mod cache;
 mod checkpoint;
 mod config;
 mod error;
@@ -73,7 +79,6 @@ mod schema;
 mod time;
 mod writer;
 
-use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -92,6 +97,7 @@ pub use error::{OpenError, SqliteError};
 pub use schema::SCHEMA_VERSION;
 pub use writer::Stats;
 
+use cache::{Committed, Epoch, RecordCache};
 use error::{backend, check_id};
 use reads::{Readers, Tables, read};
 use writer::{Counters, Writer};
@@ -110,8 +116,9 @@ pub struct SqliteMemory<R> {
     _checkpointer: checkpoint::Checkpointer,
     readers: Arc<Readers>,
     counters: Arc<Counters>,
+    cache: RecordCache<R>,
+    epoch: Arc<Epoch>,
     config: SqliteConfig,
-    _record: PhantomData<fn() -> R>,
 }
 
 impl<R> std::fmt::Debug for SqliteMemory<R> {
@@ -168,15 +175,17 @@ impl<R> SqliteMemory<R> {
             readers.connect().map_err(|source| OpenError::Open { path: config.path.clone(), source })?;
         readers.put(first_reader);
         let counters = Arc::new(Counters::default());
-        let writer =
-            Writer::start(conn, config.max_group, Arc::clone(&counters)).map_err(OpenError::Thread)?;
+        let epoch = Arc::new(Epoch::default());
+        let writer = Writer::start(conn, config.max_group, Arc::clone(&counters), Arc::clone(&epoch))
+            .map_err(OpenError::Thread)?;
         Ok(Self {
             writer,
             _checkpointer: checkpointer,
             readers: Arc::new(readers),
             counters,
+            cache: RecordCache::new(config.record_cache, Arc::clone(&epoch)),
+            epoch,
             config,
-            _record: PhantomData,
         })
     }
 
@@ -198,9 +207,20 @@ impl<R> SqliteMemory<R> {
     /// Deletes the workflows whose [`Retention::RemoveAfter`] delay has passed and the lapsed
     /// leases; returns how many workflows were deleted. `cleanup` does this too.
     pub async fn sweep(&self) -> Result<usize, MemoryError> {
+        let epoch = Arc::clone(&self.epoch);
         self.writer
-            .submit("(sweep)", |conn, now| ops::sweep(conn, now).map_err(|e| backend("(sweep)", e)))
+            .submit("(sweep)", move |conn, now| {
+                let removed = ops::sweep(conn, now).map_err(|e| backend("(sweep)", e))?;
+                forget_all_if(removed > 0, &epoch);
+                Ok(removed)
+            })
             .await
+    }
+
+    /// Submits a write; the new version and the epoch it committed in.
+    async fn submit_write(&self, id: &str, op: ops::WriteOp) -> Result<(u64, u64), MemoryError> {
+        let epoch = Arc::clone(&self.epoch);
+        self.writer.submit(id, move |conn, now| Ok((ops::write(conn, &op, now)?, epoch.current()))).await
     }
 }
 
@@ -220,6 +240,13 @@ impl<R: DeserializeOwned + Send + 'static> SqliteMemory<R> {
     ) -> Result<Vec<JournalRecord<R>>, MemoryError> {
         check_id(id)?;
         read(&self.readers, id, move |conn, id| reads::history(conn, id, after, limit, Tables::Archive)).await
+    }
+}
+
+/// Invalidates the record cache when `removed`: deleted workflows must not be answered from it.
+fn forget_all_if(removed: bool, epoch: &Epoch) {
+    if removed {
+        epoch.advance();
     }
 }
 
@@ -289,7 +316,33 @@ where
     ) -> Result<u64, MemoryError> {
         check_id(id)?;
         let op = write_op(id, record, prev, lease, meta)?;
-        self.writer.submit(id, move |conn, now| ops::write(conn, &op, now)).await
+        // Only an owned record can be cached; the cached one is outdated either way.
+        let written = self.submit_write(id, op).await;
+        self.cache.forget(id);
+        written.map(|(version, _)| version)
+    }
+
+    async fn write_owned(
+        &self,
+        id: &str,
+        record: R,
+        prev: Option<u64>,
+        lease: Option<&Lease>,
+        meta: &WriteMeta<'_>,
+    ) -> Result<u64, MemoryError> {
+        check_id(id)?;
+        let op = write_op(id, &record, prev, lease, meta)?;
+        match self.submit_write(id, op).await {
+            Ok((version, epoch)) => {
+                let consumed = meta.entry.as_ref().and_then(|e| e.consumed).map(Event::id);
+                self.cache.committed(Committed { id, record, prev, version, epoch, consumed });
+                Ok(version)
+            }
+            Err(error) => {
+                self.cache.forget(id);
+                Err(error)
+            }
+        }
     }
 
     async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
@@ -334,8 +387,17 @@ where
         read(&self.readers, id, move |conn, id| reads::produced(conn, id, &event_id)).await
     }
 
+    /// The record from the record cache when it has it (see the [crate documentation](crate)):
+    /// in one process, or under a lease, the current record; without a lease, across
+    /// processes, possibly one that another process has since replaced, which the
+    /// compare-and-swap write after the execution then refuses. Otherwise, and for the journal
+    /// unless the cache knows the event was never consumed, one read on a read connection.
     async fn lookup(&self, id: &str, event_id: &str) -> Result<Lookup<R>, MemoryError> {
         check_id(id)?;
+        if let Some(hit) = self.cache.get(id, event_id) {
+            let produced = if hit.not_consumed { None } else { self.produced(id, event_id).await? };
+            return Ok(Lookup { stored: Some(hit.stored), produced });
+        }
         let event_id = event_id.to_owned();
         // One read connection, one hand-off to the blocking pool. No snapshot is needed: the
         // journal entry of an event is committed with the record that consumed it, so an entry
@@ -356,7 +418,18 @@ where
         check_id(id)?;
         let retention = self.config.retention;
         let owned = id.to_owned();
-        self.writer.submit(id, move |conn, now| ops::cleanup(conn, &owned, retention, now)).await
+        let epoch = Arc::clone(&self.epoch);
+        let cleaned = self
+            .writer
+            .submit(id, move |conn, now| {
+                let swept = ops::cleanup(conn, &owned, retention, now)?;
+                forget_all_if(swept > 0, &epoch);
+                Ok(())
+            })
+            .await;
+        // A finished workflow is rarely read again; with `Remove` or `Archive` it is gone.
+        self.cache.forget(id);
+        cleaned
     }
 }
 

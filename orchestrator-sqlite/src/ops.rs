@@ -184,13 +184,14 @@ pub(crate) fn unlock(conn: &Connection, id: &str, token: u64, now: i64) -> Resul
     Ok(expires.is_some_and(|expires| expires > now))
 }
 
-/// Applies `retention` to the finished workflow `id`, then sweeps what is due.
+/// Applies `retention` to the finished workflow `id`, then sweeps what is due; returns how many
+/// workflows the sweep deleted.
 pub(crate) fn cleanup(
     conn: &Connection,
     id: &str,
     retention: Retention,
     now: i64,
-) -> Result<(), MemoryError> {
+) -> Result<usize, MemoryError> {
     let sql = sql(id);
     match retention {
         Retention::Keep => {}
@@ -202,7 +203,7 @@ pub(crate) fn cleanup(
         }
         Retention::Archive => archive(conn, id, now).map_err(&sql)?,
     }
-    sweep(conn, now).map(drop).map_err(&sql)
+    sweep(conn, now).map_err(&sql)
 }
 
 fn remove(conn: &Connection, id: &str) -> rusqlite::Result<()> {

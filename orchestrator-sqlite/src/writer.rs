@@ -5,6 +5,10 @@
 //! queued (up to `max_group`), runs them in one `BEGIN IMMEDIATE` transaction, each inside its own
 //! savepoint (a failing operation rolls back only itself), commits once, and only then answers
 //! every caller of the group.
+//!
+//! At the start of each group, under the write lock, the writer reads `PRAGMA data_version`: when
+//! it changed, another connection committed since the last group, and the [`Epoch`] moves on so
+//! that the record cache drops what it had (see [`crate::cache`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,6 +19,7 @@ use orchestrator::memory::MemoryError;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use crate::cache::Epoch;
 use crate::error::{SqliteError, backend};
 use crate::time::now_ms;
 
@@ -110,11 +115,14 @@ impl Writer {
         conn: Connection,
         max_group: usize,
         counters: Arc<Counters>,
+        epoch: Arc<Epoch>,
     ) -> Result<Self, std::io::Error> {
         let (queue, inbox) = std::sync::mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("orchestrator-sqlite-writer".to_owned())
-            .spawn(move || writer_loop(conn, &inbox, max_group.max(1), &counters))?;
+        let thread =
+            std::thread::Builder::new().name("orchestrator-sqlite-writer".to_owned()).spawn(move || {
+                let mut foreign = ForeignCommits { epoch, seen: None };
+                writer_loop(conn, &inbox, max_group.max(1), &counters, &mut foreign);
+            })?;
         Ok(Self { queue: Some(queue), thread: Some(thread) })
     }
 
@@ -149,6 +157,7 @@ fn writer_loop(
     inbox: &Receiver<Box<dyn Queued>>,
     max_group: usize,
     counters: &Counters,
+    foreign: &mut ForeignCommits,
 ) {
     while let Ok(first) = inbox.recv() {
         let mut group = vec![first];
@@ -158,15 +167,40 @@ fn writer_loop(
                 Err(_) => break,
             }
         }
-        run_group(&mut conn, &mut group, counters);
+        run_group(&mut conn, &mut group, counters, foreign);
         for op in group {
             op.answer();
         }
     }
 }
 
+/// Notices commits of other connections to the database file.
+struct ForeignCommits {
+    epoch: Arc<Epoch>,
+    /// `PRAGMA data_version` at the last group (`None` before the first).
+    seen: Option<i64>,
+}
+
+impl ForeignCommits {
+    /// Called under the write lock: moves the epoch on if another connection committed since
+    /// the last call (or if that cannot be told).
+    fn check(&mut self, conn: &Connection) {
+        let now =
+            conn.prepare_cached("PRAGMA data_version").and_then(|mut s| s.query_row([], |r| r.get(0))).ok();
+        if now.is_none() || self.seen.is_some_and(|seen| Some(seen) != now) {
+            self.epoch.advance();
+        }
+        self.seen = now;
+    }
+}
+
 /// Runs `group` in one transaction; each operation's result is set (failed if the group failed).
-fn run_group(conn: &mut Connection, group: &mut [Box<dyn Queued>], counters: &Counters) {
+fn run_group(
+    conn: &mut Connection,
+    group: &mut [Box<dyn Queued>],
+    counters: &Counters,
+    foreign: &mut ForeignCommits,
+) {
     let failed = |group: &mut [Box<dyn Queued>], stage, error| {
         let error = Arc::new(error);
         for op in group.iter_mut() {
@@ -178,6 +212,7 @@ fn run_group(conn: &mut Connection, group: &mut [Box<dyn Queued>], counters: &Co
         Ok(tx) => tx,
         Err(error) => return failed(group, "begin", error),
     };
+    foreign.check(&tx);
     let mut broken = None;
     for op in group.iter_mut() {
         let outcome = tx.savepoint().and_then(|mut savepoint| {

@@ -1,0 +1,243 @@
+//! The write-through record cache: the records this store committed, kept decoded, so that the
+//! lifecycle's read before an execution ([`orchestrator::memory::Memory::lookup`]) needs neither
+//! a read connection nor a JSON decode.
+//!
+//! **Validity.** An entry is the record as this store's writer committed it. It stops being the
+//! truth only when another connection (another process, or another store on the same file)
+//! commits; the writer notices that at the start of each group transaction (`PRAGMA
+//! data_version`, read under the write lock) and moves the [`Epoch`] on, which invalidates every
+//! entry inserted before. So:
+//!
+//! * in one process, a hit is always the current record;
+//! * with a lease ([`orchestrator::orchestration::Locking::Always`]), the lock was granted in a
+//!   group that checked for foreign commits, and nobody else may write the workflow while the
+//!   lease holds: a hit is the current record too;
+//! * without a lease, across processes, a hit may predate another process's commit that the
+//!   writer has not seen yet; the compare-and-swap write that follows the execution then fails
+//!   with `Conflict`, exactly as it would had the other process committed between read and
+//!   write. Nothing is overwritten.
+//!
+//! **Idempotency.** The lookup also answers whether the event was consumed already. For a
+//! workflow whose every write this store saw (it created it and no foreign commit intervened),
+//! the entry keeps a hash of each consumed event id: an id whose hash is absent was never
+//! consumed, and the journal need not be read. A present hash (a redelivery, or a collision) or
+//! an incomplete history sends the lookup to the journal.
+
+use std::collections::HashSet;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use orchestrator::memory::Stored;
+
+/// Moves on whenever a foreign commit is seen; entries of an older epoch are invalid.
+#[derive(Debug, Default)]
+pub(crate) struct Epoch(AtomicU64);
+
+impl Epoch {
+    /// The current epoch.
+    pub(crate) fn current(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Invalidates every entry inserted so far.
+    pub(crate) fn advance(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// What the cache knows of one workflow.
+struct Entry<R> {
+    version: u64,
+    record: Arc<R>,
+    /// The epoch the entry was written in.
+    epoch: u64,
+    /// Hashes of every consumed event id, when every write of the workflow went through this
+    /// cache; `None` when the history is not fully known here.
+    consumed: Option<HashSet<u64, hashbrown::DefaultHashBuilder>>,
+}
+
+/// What a cache hit says.
+pub(crate) struct Hit<R> {
+    /// The record and its version.
+    pub(crate) stored: Stored<Arc<R>>,
+    /// True when the event was certainly never consumed by the workflow (no journal read
+    /// needed); false when the journal must say.
+    pub(crate) not_consumed: bool,
+}
+
+/// A write just committed, to record in the cache.
+pub(crate) struct Committed<'a, R> {
+    pub(crate) id: &'a str,
+    pub(crate) record: R,
+    /// The version expected before the write (`None`: the write created the workflow).
+    pub(crate) prev: Option<u64>,
+    pub(crate) version: u64,
+    /// The epoch of the group the write committed in.
+    pub(crate) epoch: u64,
+    /// The id of the event the write journaled as consumed, if any.
+    pub(crate) consumed: Option<&'a str>,
+}
+
+/// The write-through record cache of one store (see the [module documentation](self)).
+pub(crate) struct RecordCache<R> {
+    capacity: usize,
+    epoch: Arc<Epoch>,
+    hasher: hashbrown::DefaultHashBuilder,
+    entries: Mutex<hashbrown::HashMap<String, Entry<R>>>,
+}
+
+impl<R> RecordCache<R> {
+    /// A cache of at most `capacity` workflows (0 disables it) over `epoch`.
+    pub(crate) fn new(capacity: usize, epoch: Arc<Epoch>) -> Self {
+        Self {
+            capacity,
+            epoch,
+            hasher: hashbrown::DefaultHashBuilder::default(),
+            entries: Mutex::new(hashbrown::HashMap::new()),
+        }
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, hashbrown::HashMap<String, Entry<R>>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The cached record of `id`, if valid, and whether `event_id` was certainly never consumed.
+    pub(crate) fn get(&self, id: &str, event_id: &str) -> Option<Hit<R>> {
+        if self.capacity == 0 {
+            return None;
+        }
+        let epoch = self.epoch.current();
+        let hash = self.hasher.hash_one(event_id);
+        let mut entries = self.entries();
+        let entry = entries.get(id)?;
+        if entry.epoch != epoch {
+            entries.remove(id);
+            return None;
+        }
+        Some(Hit {
+            stored: Stored { record: Arc::clone(&entry.record), version: entry.version },
+            not_consumed: entry.consumed.as_ref().is_some_and(|ids| !ids.contains(&hash)),
+        })
+    }
+
+    /// Records a committed write.
+    pub(crate) fn committed(&self, write: Committed<'_, R>) {
+        if self.capacity == 0 {
+            return;
+        }
+        let hash = write.consumed.map(|id| self.hasher.hash_one(id));
+        let mut entries = self.entries();
+        // The consumed ids stay complete only when this write follows the entry's own version
+        // (or creates the workflow), in the same epoch.
+        let mut consumed = match (entries.remove(write.id), write.prev) {
+            (_, None) => Some(HashSet::default()),
+            (Some(old), Some(prev)) if old.version == prev && old.epoch == write.epoch => old.consumed,
+            _ => None,
+        };
+        if let (Some(ids), Some(hash)) = (&mut consumed, hash) {
+            ids.insert(hash);
+        }
+        if entries.len() >= self.capacity {
+            // Bounded: start over rather than track recency (finished workflows leave at
+            // cleanup, so the cache mostly holds the workflows in flight).
+            entries.clear();
+        }
+        let entry =
+            Entry { version: write.version, record: Arc::new(write.record), epoch: write.epoch, consumed };
+        entries.insert(write.id.to_owned(), entry);
+    }
+
+    /// Forgets `id` (a failed or uncached write, a cleanup).
+    pub(crate) fn forget(&self, id: &str) {
+        if self.capacity > 0 {
+            self.entries().remove(id);
+        }
+    }
+
+    /// How many workflows are cached (valid or not).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.entries().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache(capacity: usize) -> (RecordCache<&'static str>, Arc<Epoch>) {
+        let epoch = Arc::new(Epoch::default());
+        (RecordCache::new(capacity, Arc::clone(&epoch)), epoch)
+    }
+
+    fn write<'a>(
+        id: &'a str,
+        record: &'static str,
+        prev: Option<u64>,
+        epoch: u64,
+        consumed: &'a str,
+    ) -> Committed<'a, &'static str> {
+        let version = prev.map_or(1, |v| v + 1);
+        Committed { id, record, prev, version, epoch, consumed: Some(consumed) }
+    }
+
+    #[test]
+    fn a_workflow_created_here_knows_which_events_it_consumed() {
+        let (cache, _) = cache(10);
+        cache.committed(write("wf", "a", None, 0, "e1"));
+        cache.committed(write("wf", "b", Some(1), 0, "e2"));
+        let hit = cache.get("wf", "e3").expect("cached");
+        assert_eq!((*hit.stored.record, hit.stored.version), ("b", 2));
+        assert!(hit.not_consumed, "e3 was never consumed");
+        assert!(!cache.get("wf", "e1").expect("cached").not_consumed, "e1 was: ask the journal");
+        assert!(!cache.get("wf", "e2").expect("cached").not_consumed);
+    }
+
+    #[test]
+    fn a_foreign_commit_invalidates_every_entry() {
+        let (cache, epoch) = cache(10);
+        cache.committed(write("wf", "a", None, 0, "e1"));
+        epoch.advance();
+        assert!(cache.get("wf", "e2").is_none());
+        assert_eq!(cache.len(), 0, "the stale entry is dropped");
+        // A write that committed before the advance but is recorded after it stays invalid.
+        cache.committed(write("late", "x", None, 0, "e1"));
+        assert!(cache.get("late", "e2").is_none());
+    }
+
+    #[test]
+    fn a_write_not_following_the_cached_version_loses_the_consumed_ids() {
+        let (cache, _) = cache(10);
+        cache.committed(write("wf", "a", None, 0, "e1"));
+        // Version 5 after 1: writes happened that this cache did not see.
+        cache.committed(write("wf", "f", Some(4), 0, "e5"));
+        let hit = cache.get("wf", "e9").expect("cached");
+        assert_eq!(hit.stored.version, 5);
+        assert!(!hit.not_consumed, "the history is incomplete: the journal must say");
+        // So does a first write of a workflow that exists elsewhere.
+        cache.committed(write("other", "o", Some(7), 0, "e8"));
+        assert!(!cache.get("other", "e1").expect("cached").not_consumed);
+    }
+
+    #[test]
+    fn forgotten_entries_miss_and_the_cache_stays_bounded() {
+        let (cache, _) = cache(2);
+        cache.committed(write("a", "a", None, 0, "e"));
+        cache.forget("a");
+        assert!(cache.get("a", "x").is_none());
+        for id in ["b", "c", "d", "e", "f"] {
+            cache.committed(write(id, "r", None, 0, "e"));
+            assert!(cache.len() <= 2);
+        }
+        assert!(cache.get("f", "x").is_some(), "the newest entry is kept");
+    }
+
+    #[test]
+    fn a_disabled_cache_keeps_nothing() {
+        let (cache, _) = cache(0);
+        cache.committed(write("wf", "a", None, 0, "e1"));
+        assert!(cache.get("wf", "e2").is_none());
+        assert_eq!(cache.len(), 0);
+    }
+}
