@@ -81,6 +81,7 @@ mod writer;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use orchestrator::event::Event;
@@ -118,6 +119,8 @@ pub struct SqliteMemory<R> {
     counters: Arc<Counters>,
     cache: RecordCache<R>,
     epoch: Arc<Epoch>,
+    /// When a cleanup last swept (ms since the Unix epoch, on the writer's clock).
+    last_sweep_ms: Arc<AtomicI64>,
     config: SqliteConfig,
 }
 
@@ -143,8 +146,11 @@ fn open_connection(config: &SqliteConfig) -> Result<Connection, OpenError> {
 /// Cache and memory-mapping settings of every connection: a 64 MiB page cache and up to 256 MiB
 /// of the file mapped, so hot workflows are read without a system call per page. The query
 /// planner stability guarantee keeps each cached statement's plan: without it SQLite may
-/// re-prepare a statement whenever a bound value could change the plan (partial indexes).
+/// re-prepare a statement whenever a bound value could change the plan (partial indexes). The
+/// statement cache holds every statement the store runs (rusqlite keeps 16 by default, fewer
+/// than the writer uses, which would re-prepare some of them at every operation).
 pub(crate) fn tune(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_prepared_statement_cache_capacity(64);
     conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     conn.pragma_update(None, "cache_size", -65_536)?;
     conn.pragma_update(None, "mmap_size", 268_435_456)?;
@@ -185,6 +191,7 @@ impl<R> SqliteMemory<R> {
             counters,
             cache: RecordCache::new(config.record_cache, Arc::clone(&epoch)),
             epoch,
+            last_sweep_ms: Arc::new(AtomicI64::new(i64::MIN)),
             config,
         })
     }
@@ -419,10 +426,13 @@ where
         let retention = self.config.retention;
         let owned = id.to_owned();
         let epoch = Arc::clone(&self.epoch);
+        let last_sweep = Arc::clone(&self.last_sweep_ms);
         let cleaned = self
             .writer
             .submit(id, move |conn, now| {
-                let swept = ops::cleanup(conn, &owned, retention, now)?;
+                // Once per millisecond is enough: the cleanups of one group share a sweep.
+                let sweep = last_sweep.swap(now, Ordering::Relaxed) != now;
+                let swept = ops::cleanup(conn, &owned, retention, now, sweep)?;
                 forget_all_if(swept > 0, &epoch);
                 Ok(())
             })

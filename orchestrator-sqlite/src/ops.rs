@@ -184,13 +184,14 @@ pub(crate) fn unlock(conn: &Connection, id: &str, token: u64, now: i64) -> Resul
     Ok(expires.is_some_and(|expires| expires > now))
 }
 
-/// Applies `retention` to the finished workflow `id`, then sweeps what is due; returns how many
-/// workflows the sweep deleted.
+/// Applies `retention` to the finished workflow `id`, then, when `sweep`, sweeps what is due;
+/// returns how many workflows the sweep deleted.
 pub(crate) fn cleanup(
     conn: &Connection,
     id: &str,
     retention: Retention,
     now: i64,
+    sweep: bool,
 ) -> Result<usize, MemoryError> {
     let sql = sql(id);
     match retention {
@@ -203,7 +204,7 @@ pub(crate) fn cleanup(
         }
         Retention::Archive => archive(conn, id, now).map_err(&sql)?,
     }
-    sweep(conn, now).map_err(&sql)
+    if sweep { self::sweep(conn, now).map_err(&sql) } else { Ok(0) }
 }
 
 fn remove(conn: &Connection, id: &str) -> rusqlite::Result<()> {

@@ -174,6 +174,17 @@ fn writer_loop(
     }
 }
 
+/// Runs `op` in a savepoint of its own: released when it succeeds, rolled back (undoing only
+/// what it did) when it fails. The statements are cached: this runs once per operation.
+fn in_savepoint(conn: &Connection, op: &mut dyn Queued) -> rusqlite::Result<()> {
+    conn.prepare_cached("SAVEPOINT operation")?.execute([])?;
+    if !op.run(conn) {
+        conn.prepare_cached("ROLLBACK TO operation")?.execute([])?;
+    }
+    conn.prepare_cached("RELEASE operation")?.execute([])?;
+    Ok(())
+}
+
 /// Notices commits of other connections to the database file.
 struct ForeignCommits {
     epoch: Arc<Epoch>,
@@ -208,22 +219,14 @@ fn run_group(
         }
         counters.failed_transactions.fetch_add(1, Ordering::Relaxed);
     };
-    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+    let tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(error) => return failed(group, "begin", error),
     };
     foreign.check(&tx);
     let mut broken = None;
     for op in group.iter_mut() {
-        let outcome = tx.savepoint().and_then(|mut savepoint| {
-            if op.run(&savepoint) {
-                savepoint.commit()
-            } else {
-                // Undo what the failed operation did, keep the others.
-                savepoint.rollback().and_then(|()| savepoint.finish())
-            }
-        });
-        if let Err(error) = outcome {
+        if let Err(error) = in_savepoint(&tx, op.as_mut()) {
             broken = Some(error);
             break;
         }
