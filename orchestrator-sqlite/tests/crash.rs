@@ -6,7 +6,7 @@
 //! nothing is left in flight.
 //!
 //! The test binary re-invokes itself: `crash_child` (ignored in a normal run) is the child.
-//! `CRASH_SEED=<n>` replays a sequence of kill times.
+//! `CRASH_SEED=<n>` replays a sequence of kill moments.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
@@ -183,7 +183,47 @@ fn completed_so_far(path: &Path) -> usize {
     completed(&Mutex::new(open_completions(path)))
 }
 
-/// xorshift64*: kill times that a seed reproduces.
+/// When to kill a child: at a random moment of its start-up (recovery, redelivery, starting
+/// workflows), or once a random share of the remaining workflows has completed, so that a run
+/// is cut short whatever the speed of the machine and of the store.
+enum KillAt {
+    /// This long after the start.
+    Early(Duration),
+    /// Once this many workflows have completed in all (at most half of those remaining).
+    Completed(usize),
+}
+
+impl KillAt {
+    fn draw(rng: &mut Rng, completed: usize) -> Self {
+        if rng.below(3) == 0 {
+            return Self::Early(Duration::from_millis(5 + rng.below(150)));
+        }
+        let half = (WORKFLOWS.saturating_sub(completed) / 2).max(1) as u64;
+        Self::Completed(completed + 1 + rng.below(half) as usize)
+    }
+
+    /// Waits for the moment; true when the child is still running then (false: it exited).
+    fn wait(&self, child: &mut Child, path: &Path) -> bool {
+        let started = Instant::now();
+        let completions = Mutex::new(open_completions(path));
+        loop {
+            if child.try_wait().expect("the child's status").is_some() {
+                return false;
+            }
+            let due = match *self {
+                Self::Early(after) => started.elapsed() >= after,
+                Self::Completed(n) => completed(&completions) >= n,
+            };
+            // A child that makes no progress is killed too; the final run must then finish.
+            if due || started.elapsed() > Duration::from_secs(60) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// xorshift64*: kill moments that a seed reproduces.
 struct Rng(u64);
 
 impl Rng {
@@ -209,8 +249,8 @@ fn every_workflow_completes_exactly_once_across_kills() {
     let mut killed = 0;
     for _ in 0..KILLS {
         let mut child = spawn_child(&path);
-        std::thread::sleep(Duration::from_millis(50 + rng.below(900)));
-        if child.try_wait().unwrap().is_none() {
+        let moment = KillAt::draw(&mut rng, completed_so_far(&path));
+        if moment.wait(&mut child, &path) {
             // SIGKILL: no destructor, no flush, whatever was in flight in memory is gone.
             child.kill().unwrap();
             killed += 1;
