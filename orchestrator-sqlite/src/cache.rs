@@ -128,6 +128,10 @@ impl<R> RecordCache<R> {
         }
         let hash = write.consumed.map(|id| self.hasher.hash_one(id));
         let mut entries = self.entries();
+        if entries.get(write.id).is_some_and(|old| old.epoch == write.epoch && old.version > write.version) {
+            // A later write of the workflow was recorded first: keep it.
+            return;
+        }
         // The consumed ids stay complete only when this write follows the entry's own version
         // (or creates the workflow), in the same epoch.
         let mut consumed = match (entries.remove(write.id), write.prev) {
@@ -215,7 +219,10 @@ mod tests {
         let hit = cache.get("wf", "e9").expect("cached");
         assert_eq!(hit.stored.version, 5);
         assert!(!hit.not_consumed, "the history is incomplete: the journal must say");
-        // So does a first write of a workflow that exists elsewhere.
+        // A write recorded late never replaces a later version.
+        cache.committed(write("wf", "e", Some(3), 0, "e4"));
+        assert_eq!(cache.get("wf", "e9").expect("cached").stored.version, 5);
+        // A first write here of a workflow that exists elsewhere has an incomplete history too.
         cache.committed(write("other", "o", Some(7), 0, "e8"));
         assert!(!cache.get("other", "e1").expect("cached").not_consumed);
     }
