@@ -22,15 +22,13 @@ impl Checkpointer {
     /// Starts checkpointing with `conn` every `every`.
     pub(crate) fn start(conn: Connection, every: Duration) -> std::io::Result<Self> {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let thread = std::thread::Builder::new().name("orchestrator-sqlite-checkpoint".to_owned()).spawn(
-            move || {
-                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
-                    // A busy or failed pass is retried at the next tick; the writer's own
-                    // auto-checkpoint bounds the WAL meanwhile.
-                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-                }
-            },
-        )?;
+        let thread = std::thread::Builder::new().name("sqlite-checkpoint".to_owned()).spawn(move || {
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
+                // A busy or failed pass is retried at the next tick; the writer's own
+                // auto-checkpoint bounds the WAL meanwhile.
+                let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            }
+        })?;
         Ok(Self { stop: Some(stop), thread: Some(thread) })
     }
 }

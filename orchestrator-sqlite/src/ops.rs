@@ -149,12 +149,14 @@ pub(crate) fn lock(
     if held.is_some_and(|expires| expires > now) {
         return Ok(None);
     }
+    // Every check before the first change (see `crate::writer`).
+    let expires = now.saturating_add(duration_ms(ttl));
+    let expires_at = from_ms("lease expiry", expires).map_err(|e| backend(id, e))?;
     // One counter for every workflow: tokens keep growing even when a workflow's rows are gone.
     let token: i64 = conn
         .prepare_cached("UPDATE counters SET value = value + 1 WHERE name = 'fencing_token' RETURNING value")
         .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .map_err(&sql)?;
-    let expires = now.saturating_add(duration_ms(ttl));
     conn.prepare_cached(
         "INSERT INTO leases (id, token, expires_at_ms, owner) VALUES (?1, ?2, ?3, ?4) \
          ON CONFLICT (id) DO UPDATE SET token = excluded.token, expires_at_ms = excluded.expires_at_ms, \
@@ -164,7 +166,6 @@ pub(crate) fn lock(
     .map_err(&sql)?;
     let token = u64::try_from(token)
         .map_err(|_| backend(id, SqliteError::Invalid { what: "fencing token", value: token }))?;
-    let expires_at = from_ms("lease expiry", expires).map_err(|e| backend(id, e))?;
     Ok(Some(Lease { id: id.to_owned(), token, expires_at }))
 }
 

@@ -2,9 +2,16 @@
 //!
 //! Callers queue an operation (a closure run against the connection) and await its answer on a
 //! oneshot channel. The thread takes the first queued operation, drains every other one already
-//! queued (up to `max_group`), runs them in one `BEGIN IMMEDIATE` transaction, each inside its own
-//! savepoint (a failing operation rolls back only itself), commits once, and only then answers
-//! every caller of the group.
+//! queued (up to `max_group`), runs them in one `BEGIN IMMEDIATE` transaction, commits once, and
+//! only then answers every caller of the group.
+//!
+//! A failing operation must not take the others down with it. Every operation makes its checks
+//! (compare-and-swap, lease, fencing) before its first change, so one that fails has usually
+//! changed nothing and the group goes on without it. One that failed after changing the database
+//! (a statement error midway, an I/O error) breaks the group: the transaction is rolled back as
+//! a whole and every caller of the group gets the error. (A savepoint per operation would confine
+//! such rare failures, at the price of two more statements and a statement journal for every
+//! operation: a fifth of the writer's time.)
 //!
 //! At the start of each group, under the write lock, the writer reads `PRAGMA data_version`: when
 //! it changed, another connection committed since the last group, and the [`Epoch`] moves on so
@@ -70,7 +77,7 @@ struct Op<T> {
 
 /// An operation with its result type erased, as the writer handles it.
 trait Queued: Send {
-    /// Runs the operation; true when it succeeded (its savepoint is to be released).
+    /// Runs the operation; true when it succeeded.
     fn run(&mut self, conn: &Connection) -> bool;
     /// The group failed: an operation that had not failed on its own fails with `source`.
     fn fail(&mut self, stage: &'static str, source: &Arc<rusqlite::Error>);
@@ -118,11 +125,10 @@ impl Writer {
         epoch: Arc<Epoch>,
     ) -> Result<Self, std::io::Error> {
         let (queue, inbox) = std::sync::mpsc::channel();
-        let thread =
-            std::thread::Builder::new().name("orchestrator-sqlite-writer".to_owned()).spawn(move || {
-                let mut foreign = ForeignCommits { epoch, seen: None };
-                writer_loop(conn, &inbox, max_group.max(1), &counters, &mut foreign);
-            })?;
+        let thread = std::thread::Builder::new().name("sqlite-writer".to_owned()).spawn(move || {
+            let mut foreign = ForeignCommits { epoch, seen: None };
+            writer_loop(conn, &inbox, max_group.max(1), &counters, &mut foreign);
+        })?;
         Ok(Self { queue: Some(queue), thread: Some(thread) })
     }
 
@@ -174,15 +180,17 @@ fn writer_loop(
     }
 }
 
-/// Runs `op` in a savepoint of its own: released when it succeeds, rolled back (undoing only
-/// what it did) when it fails. The statements are cached: this runs once per operation.
-fn in_savepoint(conn: &Connection, op: &mut dyn Queued) -> rusqlite::Result<()> {
-    conn.prepare_cached("SAVEPOINT operation")?.execute([])?;
-    if !op.run(conn) {
-        conn.prepare_cached("ROLLBACK TO operation")?.execute([])?;
+/// Runs `op`; an error when it failed after changing the database (or the failure ended the
+/// transaction), which the group cannot survive.
+fn run_op(conn: &Connection, op: &mut dyn Queued) -> rusqlite::Result<()> {
+    let before = conn.total_changes();
+    if op.run(conn) || (conn.total_changes() == before && !conn.is_autocommit()) {
+        return Ok(());
     }
-    conn.prepare_cached("RELEASE operation")?.execute([])?;
-    Ok(())
+    Err(rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ABORT),
+        Some("an operation failed after changing the database".to_owned()),
+    ))
 }
 
 /// Notices commits of other connections to the database file.
@@ -226,7 +234,7 @@ fn run_group(
     foreign.check(&tx);
     let mut broken = None;
     for op in group.iter_mut() {
-        if let Err(error) = in_savepoint(&tx, op.as_mut()) {
+        if let Err(error) = run_op(&tx, op.as_mut()) {
             broken = Some(error);
             break;
         }
@@ -234,7 +242,7 @@ fn run_group(
     if let Some(error) = broken {
         // The transaction can no longer be trusted: roll it all back.
         drop(tx);
-        return failed(group, "keep apart the operations of", error);
+        return failed(group, "complete", error);
     }
     match tx.commit() {
         Ok(()) => {
@@ -244,5 +252,82 @@ fn run_group(
             counters.largest_group.fetch_max(n, Ordering::Relaxed);
         }
         Err(error) => failed(group, "commit", error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn writer(dir: &tempfile::TempDir) -> (Writer, Arc<Counters>) {
+        let conn = Connection::open(dir.path().join("w.db")).expect("open");
+        conn.execute_batch("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER NOT NULL)").expect("schema");
+        let counters = Arc::new(Counters::default());
+        let writer = Writer::start(conn, 64, Arc::clone(&counters), Arc::default()).expect("start");
+        (writer, counters)
+    }
+
+    fn insert(k: &'static str) -> impl FnOnce(&Connection, i64) -> Result<usize, MemoryError> + Send {
+        move |conn, _| conn.execute("INSERT INTO t VALUES (?1, 1)", [k]).map_err(|e| backend(k, e))
+    }
+
+    /// Checks first, like every real operation: fails without changing anything.
+    fn refuse(k: &'static str) -> impl FnOnce(&Connection, i64) -> Result<usize, MemoryError> + Send {
+        move |_, _| Err(MemoryError::Conflict { id: k.to_owned(), expected: None, found: Some(1) })
+    }
+
+    /// Changes a row, then fails.
+    fn fail_midway(k: &'static str) -> impl FnOnce(&Connection, i64) -> Result<usize, MemoryError> + Send {
+        move |conn, _| {
+            conn.execute("INSERT INTO t VALUES (?1, 1)", [k]).map_err(|e| backend(k, e))?;
+            conn.execute("INSERT INTO t VALUES (?1, 1)", [k]).map_err(|e| backend(k, e))
+        }
+    }
+
+    fn rows(dir: &tempfile::TempDir) -> Vec<String> {
+        let conn = Connection::open(dir.path().join("w.db")).expect("open");
+        let mut s = conn.prepare("SELECT k FROM t ORDER BY k").expect("select");
+        s.query_map([], |r| r.get(0)).expect("rows").collect::<Result<_, _>>().expect("rows")
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_operation_failing_before_any_change_leaves_its_group_alone() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (w, counters) = writer(&dir);
+        let (a, b, c) =
+            tokio::join!(w.submit("a", insert("a")), w.submit("b", refuse("b")), w.submit("c", insert("c")));
+        assert_eq!((a.ok(), c.ok()), (Some(1), Some(1)));
+        assert!(matches!(b, Err(MemoryError::Conflict { .. })), "{b:?}");
+        drop(w);
+        assert_eq!(rows(&dir), ["a", "c"]);
+        assert_eq!(counters.snapshot().failed_transactions, 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_operation_failing_after_a_change_rolls_its_group_back() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (w, counters) = writer(&dir);
+        // Queued together: one group (the first may run alone before the others are queued).
+        let (a, b, c) = tokio::join!(
+            w.submit("a", insert("a")),
+            w.submit("b", fail_midway("b")),
+            w.submit("c", insert("c"))
+        );
+        let b = b.expect_err("b fails");
+        assert!(b.to_string().contains("UNIQUE"), "b keeps its own error: {b}");
+        drop(w);
+        let stored = rows(&dir);
+        assert!(!stored.contains(&"b".to_owned()), "b's first insert is rolled back: {stored:?}");
+        // Whatever shared b's group failed with it and stored nothing; the rest committed.
+        for (k, result) in [("a", a), ("c", c)] {
+            match result {
+                Ok(_) => assert!(stored.contains(&k.to_owned())),
+                Err(e) => {
+                    assert!(e.to_string().contains("failed after changing the database"), "{e}");
+                    assert!(!stored.contains(&k.to_owned()));
+                }
+            }
+        }
+        assert_eq!(counters.snapshot().failed_transactions, 1);
     }
 }
