@@ -11,6 +11,14 @@
 //! a recording OpenTelemetry SDK provider), [`floor`] (the chain's work without the runtime), [`durable`]
 //! (the chain on SQLite), [`history`] (`orchestrator_loop_<L>`, `sqlite_loop_normal_<L>`: cost per event
 //! against the history length).
+//!
+//! With `--features mimalloc` the binary runs on the mimalloc allocator instead of the system's
+//! (glibc's malloc), to show what a service gets by choosing its global allocator.
+
+/// The allocator, with `--features mimalloc`.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod durable;
 pub mod fanout;
