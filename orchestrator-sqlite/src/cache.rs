@@ -19,9 +19,10 @@
 //!
 //! **Idempotency.** The lookup also answers whether the event was consumed already. For a
 //! workflow whose every write this store saw (it created it and no foreign commit intervened),
-//! the entry keeps a hash of each consumed event id: an id whose hash is absent was never
-//! consumed, and the journal need not be read. A present hash (a redelivery, or a collision) or
-//! an incomplete history sends the lookup to the journal.
+//! the entry keeps a hash of each consumed event id (up to [`MAX_TRACKED_EVENTS`]): an id whose
+//! hash is absent was never consumed, and the journal need not be read. A present hash (a
+//! redelivery, or a collision), an incomplete history or a longer one sends the lookup to the
+//! journal.
 
 use std::collections::HashSet;
 use std::hash::BuildHasher;
@@ -29,6 +30,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use orchestrator::memory::Stored;
+
+/// How many consumed event ids the cache tracks per workflow: the cache's memory stays bounded
+/// (at most this many hashes for each of its workflows) whatever the workflows' histories.
+const MAX_TRACKED_EVENTS: usize = 1024;
 
 /// Moves on whenever a foreign commit is seen; entries of an older epoch are invalid.
 #[derive(Debug, Default)]
@@ -142,6 +147,11 @@ impl<R> RecordCache<R> {
         if let (Some(ids), Some(hash)) = (&mut consumed, hash) {
             ids.insert(hash);
         }
+        if consumed.as_ref().is_some_and(|ids| ids.len() > MAX_TRACKED_EVENTS) {
+            // A long workflow: its redeliveries are looked up in the journal, as for a workflow
+            // created elsewhere, rather than keeping a set that grows with its history.
+            consumed = None;
+        }
         if entries.len() >= self.capacity {
             // Bounded: start over rather than track recency (finished workflows leave at
             // cleanup, so the cache mostly holds the workflows in flight).
@@ -225,6 +235,24 @@ mod tests {
         // A first write here of a workflow that exists elsewhere has an incomplete history too.
         cache.committed(write("other", "o", Some(7), 0, "e8"));
         assert!(!cache.get("other", "e1").expect("cached").not_consumed);
+    }
+
+    #[test]
+    fn a_long_history_stops_being_tracked() {
+        let (cache, _) = cache(10);
+        let ids: Vec<String> = (0..=MAX_TRACKED_EVENTS + 1).map(|i| format!("e{i}")).collect();
+        cache.committed(write("wf", "r", None, 0, &ids[0]));
+        for (v, id) in (1u64..).zip(&ids[1..MAX_TRACKED_EVENTS]) {
+            cache.committed(write("wf", "r", Some(v), 0, id));
+        }
+        assert!(cache.get("wf", "new").expect("cached").not_consumed, "tracked up to the bound");
+        let v = MAX_TRACKED_EVENTS as u64;
+        cache.committed(write("wf", "r", Some(v), 0, &ids[MAX_TRACKED_EVENTS]));
+        let hit = cache.get("wf", "new").expect("still cached");
+        assert_eq!(hit.stored.version, v + 1);
+        assert!(!hit.not_consumed, "past the bound the journal answers");
+        cache.committed(write("wf", "r", Some(v + 1), 0, &ids[MAX_TRACKED_EVENTS + 1]));
+        assert!(!cache.get("wf", "new").expect("cached").not_consumed, "and keeps answering");
     }
 
     #[test]
