@@ -11,10 +11,12 @@
 //!   fed through a channel and answering through oneshot channels; reads run on a small pool of
 //!   read connections in `tokio::task::spawn_blocking`. Lock retries sleep asynchronously.
 //! * **Group commit.** The writer drains every queued operation (writes, locks, unlocks,
-//!   cleanups), runs them in one transaction, each in its own savepoint so that a failed
-//!   compare-and-swap or a stale lease rolls back only that operation, commits once (one fsync
-//!   with [`Synchronous::Full`]) and only then answers the callers: no caller is acknowledged
-//!   before its commit is durable. [`SqliteMemory::stats`] counts transactions and operations.
+//!   cleanups), runs them in one transaction, commits once (one fsync with
+//!   [`Synchronous::Full`]) and only then answers the callers: no caller is acknowledged before
+//!   its commit is durable. Every operation checks (compare-and-swap, lease) before it changes
+//!   anything, so a failed compare-and-swap or a stale lease leaves the others of its group
+//!   committed; an operation failing after a change (an I/O error midway) rolls its whole group
+//!   back. [`SqliteMemory::stats`] counts transactions and operations.
 //! * **Versioned schema.** The library creates and migrates its tables (`PRAGMA user_version`);
 //!   a file from a newer version is refused with [`OpenError::NewerSchema`].
 //! * **Outbox.** [`SqliteMemory`] is also an [`Outbox`]: the events in flight, kept in the same
