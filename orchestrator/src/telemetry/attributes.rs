@@ -1,6 +1,8 @@
 //! Arvo's span attribute names and the OpenTelemetry attributes of an event.
 
-use opentelemetry::{KeyValue, Value};
+use std::sync::{Arc, LazyLock};
+
+use opentelemetry::{Key, KeyValue, Value};
 
 use crate::event::Event;
 
@@ -47,28 +49,47 @@ pub fn parsed_subject_keys(kind: &str) -> (String, String) {
 /// arvo-core's `otelAttributes` of an event: `cloudevents.event_{id,source,spec_version,subject,
 /// type,time,datacontenttype,dataschema}` and `cloudevents.arvo.event_{redirectto,to,
 /// executionunits,parentid,domain}`, [`NULL`] for a missing value.
-pub fn event_attributes(event: &Event) -> [(&'static str, Value); 13] {
-    let opt = |v: Option<&str>| Value::from(v.unwrap_or(NULL).to_owned());
+pub fn event_attributes(event: &Event) -> [(&'static str, Value); EVENT_ATTRIBUTES] {
+    let opt = |v: Option<&str>| v.map_or_else(|| Value::from(NULL), |v| Value::from(v.to_owned()));
     let s = |v: &str| Value::from(v.to_owned());
-    [
-        ("cloudevents.event_id", s(event.id())),
-        ("cloudevents.event_source", s(event.source())),
-        ("cloudevents.event_spec_version", s(event.specversion())),
-        ("cloudevents.event_subject", s(event.subject())),
-        ("cloudevents.event_type", s(event.r#type())),
-        ("cloudevents.event_time", s(event.time())),
-        ("cloudevents.event_datacontenttype", s(event.datacontenttype())),
-        ("cloudevents.event_dataschema", opt(event.dataschema())),
-        ("cloudevents.arvo.event_redirectto", opt(event.redirectto())),
-        ("cloudevents.arvo.event_to", opt(event.to())),
-        (
-            "cloudevents.arvo.event_executionunits",
-            event.executionunits().map_or_else(|| Value::from(NULL), Value::from),
-        ),
-        ("cloudevents.arvo.event_parentid", opt(event.parentid())),
-        ("cloudevents.arvo.event_domain", opt(event.domain())),
-    ]
+    let values = [
+        s(event.id()),
+        s(event.source()),
+        s(event.specversion()),
+        s(event.subject()),
+        s(event.r#type()),
+        s(event.time()),
+        s(event.datacontenttype()),
+        opt(event.dataschema()),
+        opt(event.redirectto()),
+        opt(event.to()),
+        event.executionunits().map_or_else(|| Value::from(NULL), Value::from),
+        opt(event.parentid()),
+        opt(event.domain()),
+    ];
+    let mut names = EVENT_ATTRIBUTE_NAMES.into_iter();
+    values.map(|value| (names.next().unwrap_or_default(), value))
 }
+
+/// The names of [`event_attributes`], in its order.
+const EVENT_ATTRIBUTE_NAMES: [&str; EVENT_ATTRIBUTES] = [
+    "cloudevents.event_id",
+    "cloudevents.event_source",
+    "cloudevents.event_spec_version",
+    "cloudevents.event_subject",
+    "cloudevents.event_type",
+    "cloudevents.event_time",
+    "cloudevents.event_datacontenttype",
+    "cloudevents.event_dataschema",
+    "cloudevents.arvo.event_redirectto",
+    "cloudevents.arvo.event_to",
+    "cloudevents.arvo.event_executionunits",
+    "cloudevents.arvo.event_parentid",
+    "cloudevents.arvo.event_domain",
+];
+
+/// How many attributes [`event_attributes`] gives.
+pub const EVENT_ATTRIBUTES: usize = 13;
 
 /// [`event_attributes`] with each key prefixed by `prefix`.
 pub fn prefixed_event_attributes(prefix: &str, event: &Event) -> impl Iterator<Item = KeyValue> + use<> {
@@ -76,4 +97,72 @@ pub fn prefixed_event_attributes(prefix: &str, event: &Event) -> impl Iterator<I
     event_attributes(event)
         .into_iter()
         .map(move |(key, value)| KeyValue::new(format!("{prefix}{key}"), value))
+}
+
+/// The keys of [`event_attributes`] under one prefix, built once: cloning one is a reference
+/// count, where [`prefixed_event_attributes`] formats every key of every recorded event.
+type PrefixedKeys = [Key; EVENT_ATTRIBUTES];
+
+fn prefixed_keys(prefix: &str) -> PrefixedKeys {
+    EVENT_ATTRIBUTE_NAMES.map(|name| Key::from(Arc::<str>::from(format!("{prefix}{name}"))))
+}
+
+/// How many emitted events per execution get cached keys; later ones format theirs.
+const CACHED_EMITTABLES: usize = 64;
+
+/// [`prefixed_event_attributes`] with [`CONSUMABLE_PREFIX`], without formatting the keys.
+pub(crate) fn consumable_attributes(event: &Event) -> impl Iterator<Item = KeyValue> + use<> {
+    static KEYS: LazyLock<PrefixedKeys> = LazyLock::new(|| prefixed_keys(CONSUMABLE_PREFIX));
+    KEYS.clone().into_iter().zip(event_attributes(event)).map(|(key, (_, value))| KeyValue::new(key, value))
+}
+
+/// [`prefixed_event_attributes`] with `emittables.<index>.`, without formatting the keys (for
+/// the first [`CACHED_EMITTABLES`] events).
+pub(crate) fn emittable_attributes(index: usize, event: &Event) -> Vec<KeyValue> {
+    static KEYS: LazyLock<Vec<PrefixedKeys>> = LazyLock::new(|| {
+        (0..CACHED_EMITTABLES).map(|i| prefixed_keys(&format!("{EMITTABLES_PREFIX}{i}."))).collect()
+    });
+    match KEYS.get(index) {
+        Some(keys) => keys
+            .clone()
+            .into_iter()
+            .zip(event_attributes(event))
+            .map(|(key, (_, value))| KeyValue::new(key, value))
+            .collect(),
+        None => prefixed_event_attributes(&format!("{EMITTABLES_PREFIX}{index}."), event).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event() -> Event {
+        Event::builder()
+            .source("com.test.source")
+            .r#type("com.test.type")
+            .subject("s")
+            .to("com.test.to")
+            .data_json(serde_json::json!({"a": 1}))
+            .build()
+            .expect("an event")
+    }
+
+    fn pairs(attributes: impl IntoIterator<Item = KeyValue>) -> Vec<(String, String)> {
+        attributes.into_iter().map(|kv| (kv.key.as_str().to_owned(), kv.value.to_string())).collect()
+    }
+
+    #[test]
+    fn cached_keys_give_the_same_attributes_as_formatted_ones() {
+        let e = event();
+        assert_eq!(pairs(consumable_attributes(&e)), pairs(prefixed_event_attributes(CONSUMABLE_PREFIX, &e)));
+        for i in [0, 1, CACHED_EMITTABLES - 1, CACHED_EMITTABLES, CACHED_EMITTABLES + 5] {
+            let formatted = prefixed_event_attributes(&format!("{EMITTABLES_PREFIX}{i}."), &e);
+            assert_eq!(pairs(emittable_attributes(i, &e)), pairs(formatted), "emittable {i}");
+        }
+        let first = pairs(consumable_attributes(&e));
+        assert_eq!(first.len(), EVENT_ATTRIBUTES);
+        assert_eq!(first[0].0, "consumable.0.cloudevents.event_id");
+        assert!(first.iter().any(|(k, v)| k == "consumable.0.cloudevents.arvo.event_domain" && v == NULL));
+    }
 }

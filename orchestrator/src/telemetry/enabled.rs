@@ -135,7 +135,7 @@ impl Telemetry {
                 KeyValue::new(attr::CONTRACT_URI, uri.to_owned()),
                 KeyValue::new(attr::EXECUTION_TYPE, execution_type),
             ]);
-            span.set_attributes(attr::prefixed_event_attributes(attr::CONSUMABLE_PREFIX, event));
+            span.set_attributes(attr::consumable_attributes(event));
             return Execution::new(parent, span, self.tracer.clone(), true);
         }
         Execution::new(parent, span, self.tracer.clone(), false)
@@ -201,10 +201,7 @@ impl Execution {
         if let Some(cx) = self.recording() {
             let span = cx.span();
             for (i, event) in events.iter().enumerate() {
-                span.set_attributes(attr::prefixed_event_attributes(
-                    &format!("{}{i}.", attr::EMITTABLES_PREFIX),
-                    event,
-                ));
+                span.set_attributes(attr::emittable_attributes(i, event));
             }
         }
     }
@@ -299,16 +296,31 @@ pub(crate) fn internal_span(name: &'static str) -> MemorySpan {
     }))
 }
 
+/// Counts the bytes written to it: the JSON size of a record without building the JSON.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A child span (memory operation or internal step), ended when dropped.
 pub(crate) struct MemorySpan(Option<BoxedSpan>);
 
 impl MemorySpan {
     /// Sets `arvo.memory.record.bytes` to the JSON size of `record` (only computed when recording).
     pub(crate) fn record_bytes<T: serde::Serialize>(&mut self, record: Option<&T>) {
-        if let (Some(span), Some(record)) = (&mut self.0, record)
-            && let Ok(bytes) = serde_json::to_vec(record)
-        {
-            span.set_attribute(KeyValue::new(attr::MEMORY_RECORD_BYTES, bytes.len() as i64));
+        if let (Some(span), Some(record)) = (&mut self.0, record) {
+            let mut counted = ByteCount(0);
+            if serde_json::to_writer(&mut counted, record).is_ok() {
+                span.set_attribute(KeyValue::new(attr::MEMORY_RECORD_BYTES, counted.0 as i64));
+            }
         }
     }
 
