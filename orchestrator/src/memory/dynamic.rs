@@ -33,6 +33,20 @@ pub trait DynMemory<R>: Send + Sync {
         lease: Option<&'a Lease>,
         meta: &'a WriteMeta<'a>,
     ) -> BoxFuture<'a, Result<u64, MemoryError>>;
+    /// See [`Memory::read_shared`].
+    fn read_shared_dyn<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Stored<Arc<R>>>, MemoryError>>;
+    /// See [`Memory::write_owned`].
+    fn write_owned_dyn<'a>(
+        &'a self,
+        id: &'a str,
+        record: R,
+        prev: Option<u64>,
+        lease: Option<&'a Lease>,
+        meta: &'a WriteMeta<'a>,
+    ) -> BoxFuture<'a, Result<u64, MemoryError>>;
     /// See [`Memory::due`].
     fn due_dyn(&self, now: SystemTime, limit: usize) -> BoxFuture<'_, Result<Vec<Wake>, MemoryError>>;
     /// See [`Memory::produced`].
@@ -68,6 +82,22 @@ impl<R: Sync + Send + 'static, M: Memory<R>> DynMemory<R> for M {
         meta: &'a WriteMeta<'a>,
     ) -> BoxFuture<'a, Result<u64, MemoryError>> {
         Box::pin(self.write(id, record, prev, lease, meta))
+    }
+    fn read_shared_dyn<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Stored<Arc<R>>>, MemoryError>> {
+        Box::pin(self.read_shared(id))
+    }
+    fn write_owned_dyn<'a>(
+        &'a self,
+        id: &'a str,
+        record: R,
+        prev: Option<u64>,
+        lease: Option<&'a Lease>,
+        meta: &'a WriteMeta<'a>,
+    ) -> BoxFuture<'a, Result<u64, MemoryError>> {
+        Box::pin(self.write_owned(id, record, prev, lease, meta))
     }
     fn due_dyn(&self, now: SystemTime, limit: usize) -> BoxFuture<'_, Result<Vec<Wake>, MemoryError>> {
         Box::pin(self.due(now, limit))
@@ -112,6 +142,19 @@ impl<R: Sync + Send + 'static> Memory<R> for Arc<dyn DynMemory<R>> {
         meta: &WriteMeta<'_>,
     ) -> Result<u64, MemoryError> {
         (**self).write_dyn(id, record, prev, lease, meta).await
+    }
+    async fn read_shared(&self, id: &str) -> Result<Option<Stored<Arc<R>>>, MemoryError> {
+        (**self).read_shared_dyn(id).await
+    }
+    async fn write_owned(
+        &self,
+        id: &str,
+        record: R,
+        prev: Option<u64>,
+        lease: Option<&Lease>,
+        meta: &WriteMeta<'_>,
+    ) -> Result<u64, MemoryError> {
+        (**self).write_owned_dyn(id, record, prev, lease, meta).await
     }
     async fn due(&self, now: SystemTime, limit: usize) -> Result<Vec<Wake>, MemoryError> {
         (**self).due_dyn(now, limit).await

@@ -507,6 +507,21 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_backend_chosen_at_run_time_keeps_its_shared_reads_and_owned_writes() {
+        use crate::memory::DynMemory;
+        let backend: std::sync::Arc<dyn DynMemory<String>> =
+            std::sync::Arc::new(fast(Duration::from_secs(60), Retention::Keep));
+        let meta = WriteMeta::new("wf", "s");
+        backend.write_owned("wf", "stored".to_owned(), None, None, &meta).await.unwrap();
+        let first = backend.read_shared("wf").await.unwrap().unwrap();
+        let second = backend.read_shared("wf").await.unwrap().unwrap();
+        // InMemory's own read_shared hands out the record it stores; the default would wrap a
+        // fresh copy at each read.
+        assert!(Arc::ptr_eq(&first.record, &second.record));
+        assert_eq!((first.record.as_str(), first.version), ("stored", 1));
+    }
+
+    #[tokio::test]
     async fn finished_workflows_do_not_accumulate() {
         let m = fast(Duration::from_secs(60), Retention::Remove);
         for i in 0..1000 {
