@@ -133,13 +133,19 @@ impl<R> RecordCache<R> {
         }
         let hash = write.consumed.map(|id| self.hasher.hash_one(id));
         let mut entries = self.entries();
-        if entries.get(write.id).is_some_and(|old| old.epoch == write.epoch && old.version > write.version) {
-            // A later write of the workflow was recorded first: keep it.
-            return;
-        }
+        // One lookup; the key of an entry already there is reused rather than allocated again.
+        let (key, old) = match entries.remove_entry(write.id) {
+            Some((key, old)) if old.epoch == write.epoch && old.version > write.version => {
+                // A later write of the workflow was recorded first: keep it.
+                entries.insert(key, old);
+                return;
+            }
+            Some((key, old)) => (key, Some(old)),
+            None => (write.id.to_owned(), None),
+        };
         // The consumed ids stay complete only when this write follows the entry's own version
         // (or creates the workflow), in the same epoch.
-        let mut consumed = match (entries.remove(write.id), write.prev) {
+        let mut consumed = match (old, write.prev) {
             (_, None) => Some(HashSet::default()),
             (Some(old), Some(prev)) if old.version == prev && old.epoch == write.epoch => old.consumed,
             _ => None,
@@ -159,7 +165,7 @@ impl<R> RecordCache<R> {
         }
         let entry =
             Entry { version: write.version, record: Arc::new(write.record), epoch: write.epoch, consumed };
-        entries.insert(write.id.to_owned(), entry);
+        entries.insert(key, entry);
     }
 
     /// Forgets `id` (a failed or uncached write, a cleanup).

@@ -111,14 +111,16 @@ impl ConsumedIndex {
     /// Indexes the entry at `position` (the first entry that consumed an event wins).
     fn insert<R>(&mut self, journal: &[Journaled<R>], position: usize) {
         let Some(event_id) = Self::consumed_at(journal, position) else { return };
-        if self.find(journal, event_id).is_some() {
-            return;
-        }
         let hasher = &self.hasher;
-        let hash = hasher.hash_one(event_id);
-        self.positions.insert_unique(hash, position, |&p| {
-            hasher.hash_one(Self::consumed_at(journal, p).unwrap_or_default())
-        });
+        // One hash and one probe: an id already indexed keeps its first position.
+        let entry = self.positions.entry(
+            hasher.hash_one(event_id),
+            |&p| Self::consumed_at(journal, p) == Some(event_id),
+            |&p| hasher.hash_one(Self::consumed_at(journal, p).unwrap_or_default()),
+        );
+        if let hashbrown::hash_table::Entry::Vacant(vacant) = entry {
+            vacant.insert(position);
+        }
     }
 }
 
