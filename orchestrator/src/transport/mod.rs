@@ -1,0 +1,119 @@
+//! Transports: how events travel between the handlers of one process or of many.
+//!
+//! A [`Transport`] carries events to the handlers listening on their `to` topic, **at least
+//! once**. Three traits describe it, the same for every implementation (the in-process queue
+//! [`InProcessTransport`], and the networked ones in their own crates):
+//!
+//! * [`Transport::publish`] puts a batch of events on their topics, in order. When the transport
+//!   is full it **waits** (backpressure) up to its configured bound, then fails with
+//!   [`TransportError::Full`]: an event is never dropped silently.
+//! * [`Transport::subscribe`] joins the competing consumers of some topics: every event of those
+//!   topics goes to one of the subscriptions at a time.
+//! * Each [`Delivery`] is settled exactly once: [`Delivery::ack`] (handled, with the events it
+//!   produced, which the transport publishes before it forgets the delivery: atomically where it
+//!   can), [`Delivery::nack`] (not handled now: deliver again after a delay),
+//!   [`Delivery::terminate`] (never deliver again: a dead letter, with its reason). While a
+//!   handler works, [`Delivery::extend`] keeps the delivery from being handed to someone else.
+//!   A delivery dropped without being settled counts as a nack without delay.
+//!
+//! # Ordering and exclusivity
+//!
+//! Where a transport offers it (the in-process queue does), the events of one `(topic,
+//! subject)` pair are delivered one at a time, in publish order: the next one is delivered once
+//! the previous one is settled. Where a transport does not, the store's leases give the same
+//! guarantee to orchestrators: a workflow never runs two events at once, whatever the transport
+//! (the second is refused with a lock denial, which the dispatcher retries later).
+//!
+//! # Settlement
+//!
+//! The runtime's dispatcher ([`crate::runtime`]) decides how a delivery is settled, with one
+//! rule for every transport: success → ack with the produced events; a transient failure (lock
+//! denied, store unreachable, write conflict) → nack with an exponential, jittered delay, then a
+//! dead letter once the retry limit is reached; a permanent failure (a contract or configuration
+//! violation, a malformed event, a panic) → dead letter with its reason.
+
+mod error;
+pub mod in_process;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+use std::future::Future;
+use std::time::Duration;
+
+pub use error::TransportError;
+pub use in_process::{InProcessConfig, InProcessTransport};
+
+use crate::event::Event;
+
+/// Which topics a subscription receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Topics {
+    /// Every topic (an in-process dispatcher that routes, and reports events nobody handles).
+    All,
+    /// Only these topics.
+    Only(Vec<String>),
+}
+
+impl Topics {
+    /// Whether `topic` is one of these.
+    pub fn contains(&self, topic: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Only(topics) => topics.iter().any(|t| t == topic),
+        }
+    }
+}
+
+/// Carries events to the handlers of their `to` topic, at least once (see the
+/// [module documentation](self)).
+pub trait Transport: Send + Sync + 'static {
+    /// A subscription of this transport.
+    type Subscription: Subscription;
+
+    /// Publishes `events` in order. Each must have a `to` ([`TransportError::MissingTo`]
+    /// otherwise, and nothing of the batch is published). Waits while the transport is full, up
+    /// to the transport's bound, then fails with [`TransportError::Full`]; fails with
+    /// [`TransportError::Closed`] once the transport is closed. Returns once the transport holds
+    /// the events (for a networked transport: once the server acknowledged them).
+    fn publish(&self, events: Vec<Event>) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// Joins the competing consumers of `topics`.
+    fn subscribe(&self, topics: Topics) -> impl Future<Output = Result<Self::Subscription, TransportError>> + Send;
+
+    /// Stops accepting events from outside. Subscriptions keep receiving what is already queued
+    /// (and what its handlers produce) and end once that is drained.
+    fn close(&self);
+}
+
+/// A stream of deliveries (see [`Transport::subscribe`]).
+pub trait Subscription: Send + 'static {
+    /// A delivery of this subscription.
+    type Delivery: Delivery;
+
+    /// The next delivery, waiting for one; `None` once the transport is closed and drained.
+    fn next(&mut self) -> impl Future<Output = Option<Self::Delivery>> + Send;
+}
+
+/// One delivery of one event, to be settled once (see the [module documentation](self)).
+pub trait Delivery: Send + 'static {
+    /// The event delivered.
+    fn event(&self) -> &Event;
+
+    /// How many times this event has been delivered, this delivery included (1 the first time).
+    fn attempt(&self) -> u32;
+
+    /// Handled: publishes `produced` (in order, with the same guarantees as
+    /// [`Transport::publish`], except that a full transport does not refuse them: they are part
+    /// of work already accepted), then forgets the delivery.
+    fn ack(self, produced: Vec<Event>) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// Not handled now: delivers the event again once `delay` has passed.
+    fn nack(self, delay: Duration) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// Keeps the delivery for this subscription for at least `by` more (a heartbeat for long
+    /// work). A transport without visibility deadlines does nothing.
+    fn extend(&self, by: Duration) -> impl Future<Output = Result<(), TransportError>> + Send;
+
+    /// Never delivers the event again: it becomes a dead letter of the transport, with `reason`.
+    fn terminate(self, reason: String) -> impl Future<Output = Result<(), TransportError>> + Send;
+}
