@@ -223,12 +223,10 @@ async fn a_workflow_is_one_trace_across_the_broker() {
         let kids = children(&spans, span);
         let names: Vec<&str> = kids.iter().map(|s| &*s.name).collect();
         for expected in [
-            "Lock Simple Memory",
-            "Read Simple Memory",
+            "Acquire Simple Memory",
             "Resolve Machine",
             "Execute Machine",
-            "Write Simple Memory",
-            "Unlock Simple Memory",
+            "Commit Simple Memory",
         ] {
             assert!(names.contains(&expected), "{expected} under {}: {names:?}", span.name);
         }
@@ -237,15 +235,18 @@ async fn a_workflow_is_one_trace_across_the_broker() {
             assert_eq!(kid.span_kind, SpanKind::Internal);
             assert_eq!(kid.span_context.trace_id(), trace_id);
         }
-        let write = kids.iter().find(|s| s.name == "Write Simple Memory").unwrap();
+        let write = kids.iter().find(|s| s.name == "Commit Simple Memory").unwrap();
         assert!(attr_of(write, "arvo.memory.record.bytes").parse::<usize>().unwrap() > 0);
         let execute = kids.iter().find(|s| s.name == "Execute Machine").unwrap();
         assert_eq!(attr_of(execute, "arvo.machine.type"), "SumFlow");
         assert_eq!(attr_of(execute, "arvo.machine.version"), "1.0.0");
     }
-    assert!(children(&spans, resume).iter().any(|s| s.name == "Cleanup Simple Memory"));
-    assert!(!children(&spans, start).iter().any(|s| s.name == "Cleanup Simple Memory"));
-    let reads = children(&spans, resume).into_iter().filter(|s| s.name == "Read Simple Memory");
+    // A step costs two store calls: acquire and commit (which also releases the lease).
+    for span in [start, resume] {
+        let memory_ops = children(&spans, span).into_iter().filter(|s| s.name.ends_with("Simple Memory")).count();
+        assert_eq!(memory_ops, 2, "one acquire and one commit under {}", span.name);
+    }
+    let reads = children(&spans, resume).into_iter().filter(|s| s.name == "Acquire Simple Memory");
     assert!(reads.into_iter().all(|s| attr(s, "arvo.memory.record.bytes").is_some()));
 }
 

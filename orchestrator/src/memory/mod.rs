@@ -1,21 +1,30 @@
-//! Workflow memory: Arvo's `IMachineMemory` (3.0.28 shape) with leases and compare-and-swap.
+//! Workflow stores: each workflow's record with compare-and-swap, leases with fencing, its
+//! journal, its next wake-up, and the policy every backend shares.
 //!
-//! A [`Memory`] stores one record per workflow (keyed by its subject) and offers:
+//! A [`Memory`] (Arvo's `IMachineMemory`, reshaped for networked backends) stores one record per
+//! workflow, keyed by its subject. The lifecycle needs two calls per step:
 //!
-//! * [`Memory::read`]: the record and its version;
-//! * [`Memory::write`]: compare-and-swap against the version the writer read (`None` = "must not
-//!   exist yet"), so a stale writer gets [`MemoryError::Conflict`] instead of silently
-//!   overwriting; a writer holding a [`Lease`] passes it and a superseded lease (its fencing token
-//!   is no longer current) gets [`MemoryError::StaleLease`];
-//! * [`Memory::lock`]: a lease with a TTL and a fencing token; `Ok(None)` means *denied* (someone
-//!   else holds it), distinct from an error ("fail fast on acquire");
-//! * [`Memory::unlock`]: releases a lease; releasing an expired or superseded lease is not an
-//!   error ("tolerant on release");
-//! * [`Memory::cleanup`]: called once a workflow completes; what it does is the backend's
-//!   retention policy.
+//! * [`Memory::acquire`]: the lease (one attempt: `Ok(None)` when another holder has it), the
+//!   record and, if the workflow already consumed the event, the events it produced then
+//!   (idempotent redelivery, keyed by the event's `(source, id)` as CloudEvents defines
+//!   uniqueness);
+//! * [`Memory::commit`]: the compare-and-swap write against the version read (`None` = must not
+//!   exist yet), fenced by the lease, with the journal entry, the next wake-up, the retention of
+//!   a finished workflow, an optional outbox step (for stores that are also an
+//!   [`Outbox`](crate::outbox::Outbox)) and the release of the lease, in one transaction.
 //!
-//! Trait methods return `Send` futures. [`DynMemory`] is the object-safe form, so a backend can be
-//! chosen at run time (`Arc<dyn DynMemory<R>>` implements [`Memory`]).
+//! Around them: [`Memory::read`], [`Memory::lock`], [`Memory::renew`] (long steps, heartbeats),
+//! [`Memory::unlock`] (tolerant: releasing a lapsed lease is not an error), [`Memory::produced`]
+//! (the journal's answer to a redelivery), [`Memory::claim_due`] (wake-ups due by the store's
+//! own clock, claimed so that several nodes do not fire the same one) and [`Memory::cleanup`].
+//!
+//! No method retries: a denied lock is answered at once, and the caller (the runtime's
+//! dispatcher) decides when to try again. [`MemoryError::is_transient`] says which errors a
+//! retry may cure.
+//!
+//! Every method is required (a backend cannot forget idempotency by inheriting a default), and
+//! they are declared once: the object-safe [`DynMemory`] (a backend chosen at run time,
+//! `Arc<dyn DynMemory<R>>`) and the forwarding through `Arc<M>` are generated from the same list.
 //!
 //! [`InMemory`] is a concurrency-safe backend for one process. The `testing` feature adds
 //! `testing::conformance`, the suite every backend must pass.
@@ -23,18 +32,18 @@
 mod dynamic;
 mod in_memory;
 mod journal;
+mod policy;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use crate::event::Event;
 
-pub use dynamic::DynMemory;
-pub use in_memory::{InMemory, InMemoryConfig, Retention};
+pub use in_memory::{InMemory, InMemoryConfig};
 pub use journal::{Journal, JournalRecord};
+pub use policy::{NodeId, Retention, check_id, from_unix_ms, unix_ms};
 
 /// A record with the version it was stored at (versions start at 1 and grow by 1 per write).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +64,28 @@ pub enum Materialized<T> {
     Resolved(T),
 }
 
+/// An event's identity as CloudEvents defines it: its `source` and its `id`. Two events with the
+/// same id from different sources are different events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EventKey<'a> {
+    /// The event's source.
+    pub source: &'a str,
+    /// The event's id.
+    pub id: &'a str,
+}
+
+impl<'a> EventKey<'a> {
+    /// The key of `event`.
+    pub fn of(event: &'a Event) -> Self {
+        Self { source: event.source(), id: event.id() }
+    }
+
+    /// Whether `event` has this key.
+    pub fn matches(&self, event: &Event) -> bool {
+        event.id() == self.id && event.source() == self.source
+    }
+}
+
 /// What a write is about, for backends that index workflows (Arvo 3.0.28's write metadata), plus
 /// what this runtime adds: the workflow's next wake-up and the journal entry of the execution.
 #[derive(Debug, Clone, PartialEq)]
@@ -68,7 +99,8 @@ pub struct WriteMeta<'a> {
     /// The handler that writes (its source topic).
     pub source: &'a str,
     /// When the workflow must next be woken up (its earliest durable timer), if ever. A backend
-    /// indexes it for [`Memory::due`]; each write replaces the previous value.
+    /// indexes it for [`Memory::claim_due`]; each write replaces the previous value (and any
+    /// claim on it).
     pub wake_at: Option<SystemTime>,
     /// What the execution consumed and produced. A journaling backend appends it, with the
     /// record written, to the workflow's journal in the same transaction as the write.
@@ -89,7 +121,7 @@ impl<'a> WriteMeta<'a> {
     }
 }
 
-/// One execution of a workflow, as the lifecycle hands it to [`Memory::write`].
+/// One execution of a workflow, as the lifecycle hands it to [`Memory::commit`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct JournalEntry<'a> {
     /// The time the execution ran at (the "now" its timers were computed from).
@@ -100,18 +132,69 @@ pub struct JournalEntry<'a> {
     pub produced: &'a [Event],
 }
 
-/// What [`Memory::lookup`] finds for one delivery: the workflow's record and, if the workflow
-/// already consumed the event, the events it produced then.
+/// An outbox step committed with the state, by stores that are also an
+/// [`Outbox`](crate::outbox::Outbox): the consumed event leaves the outbox and the produced ones
+/// enter it, in the same transaction as the write.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OutboxStep<'a> {
+    /// The id of the event consumed (absent from the outbox: nothing to remove).
+    pub consumed: Option<&'a str>,
+    /// The events produced that travel through the outbox (not those with a domain).
+    pub produced: &'a [Event],
+}
+
+/// One atomic write of a workflow (see [`Memory::commit`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Lookup<R> {
-    /// The record (shared, as [`Memory::read_shared`] gives it) and its version, or `None`.
+pub struct Commit<'a, R> {
+    /// The workflow id.
+    pub id: &'a str,
+    /// The new record.
+    pub record: R,
+    /// The version the writer read (`None` = the record must not exist yet).
+    pub prev: Option<u64>,
+    /// The writer's lease: the write is refused with [`MemoryError::StaleLease`] unless it is
+    /// still the current one (fencing).
+    pub lease: Option<&'a Lease>,
+    /// Release the lease once written, in the same transaction.
+    pub release: bool,
+    /// The workflow finished with this write: apply the store's [`Retention`].
+    pub finished: bool,
+    /// What the write is about (journal entry, wake-up, parent…).
+    pub meta: WriteMeta<'a>,
+    /// An outbox step to commit with the write. A store that is not an outbox refuses it with
+    /// [`MemoryError::Unsupported`].
+    pub outbox: Option<OutboxStep<'a>>,
+}
+
+impl<'a, R> Commit<'a, R> {
+    /// A plain compare-and-swap write of `record` against `prev`, with `meta`: no lease, nothing
+    /// released, not finished, no outbox step.
+    pub fn new(id: &'a str, record: R, prev: Option<u64>, meta: WriteMeta<'a>) -> Self {
+        Self { id, record, prev, lease: None, release: false, finished: false, meta, outbox: None }
+    }
+
+    /// Fenced by `lease` (kept after the write).
+    #[must_use]
+    pub fn lease(mut self, lease: Option<&'a Lease>) -> Self {
+        self.lease = lease;
+        self
+    }
+}
+
+/// What [`Memory::acquire`] finds: the lease taken (when asked for), the workflow's record and,
+/// if the workflow already consumed the event, the events it produced then.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Acquired<R> {
+    /// The lease, when [`Memory::acquire`] was asked to lock.
+    pub lease: Option<Lease>,
+    /// The record (shared) and its version, or `None`.
     pub stored: Option<Stored<Arc<R>>>,
-    /// The events produced when the event was first consumed (journaling backends; `None` when
-    /// it was not consumed yet, when there is no record, or without a journal).
+    /// The events produced when the event was first consumed (`None` when it was not consumed
+    /// yet or there is no record).
     pub produced: Option<Vec<Event>>,
 }
 
-/// A workflow due for a wake-up (see [`Memory::due`]).
+/// A workflow due for a wake-up (see [`Memory::claim_due`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wake {
     /// The workflow id.
@@ -127,7 +210,7 @@ pub struct Lease {
     pub id: String,
     /// Fencing token: strictly increasing per workflow; a write with an older token is refused.
     pub token: u64,
-    /// When the lease lapses unless released earlier.
+    /// When the lease lapses unless released or renewed earlier.
     pub expires_at: SystemTime,
 }
 
@@ -160,120 +243,163 @@ pub enum MemoryError {
         /// The writer's token.
         token: u64,
     },
+    /// The store does not offer what was asked (an outbox step from a store that is no outbox).
+    #[error("the store does not support {what}")]
+    Unsupported {
+        /// What was asked.
+        what: &'static str,
+    },
     /// The backend failed (I/O, connection, encoding…).
     #[error("memory backend failed on workflow {id}: {source}")]
     Backend {
         /// The workflow id.
         id: String,
+        /// Whether trying again later may succeed (a busy or unreachable store, a full disk) or
+        /// not (a record that cannot be decoded).
+        transient: bool,
         /// The underlying error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 }
 
-/// Workflow state storage with leases and compare-and-swap writes.
-///
-/// `R` is the persisted record type.
-pub trait Memory<R>: Send + Sync {
-    /// The record of workflow `id` and its version, or `None`.
-    fn read(&self, id: &str) -> impl Future<Output = Result<Option<Stored<R>>, MemoryError>> + Send;
-
-    /// Stores `record` if the current version is `prev` (`None` = the record must not exist);
-    /// with a `lease`, also checks that the lease is still the current one. Returns the new version.
-    fn write(
-        &self,
-        id: &str,
-        record: &R,
-        prev: Option<u64>,
-        lease: Option<&Lease>,
-        meta: &WriteMeta<'_>,
-    ) -> impl Future<Output = Result<u64, MemoryError>> + Send;
-
-    /// [`Memory::read`] with the record behind an [`Arc`], so a backend that keeps its records
-    /// in memory can share its own instead of cloning it. The default wraps [`Memory::read`].
-    fn read_shared(
-        &self,
-        id: &str,
-    ) -> impl Future<Output = Result<Option<Stored<Arc<R>>>, MemoryError>> + Send
-    where
-        R: Send + Sync,
-    {
-        async move {
-            let stored = self.read(id).await?;
-            Ok(stored.map(|Stored { record, version }| Stored { record: Arc::new(record), version }))
+impl MemoryError {
+    /// Whether trying again later may succeed: conflicts, stale leases and transient backend
+    /// failures; not invalid ids, unsupported requests or permanent backend failures.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Conflict { .. } | Self::StaleLease { .. } => true,
+            Self::Backend { transient, .. } => *transient,
+            Self::InvalidId { .. } | Self::Unsupported { .. } => false,
         }
     }
+}
 
-    /// [`Memory::write`] taking the record by value, so a backend that keeps its records in
-    /// memory can store it instead of cloning it. The default writes a reference to it.
-    fn write_owned(
-        &self,
-        id: &str,
-        record: R,
-        prev: Option<u64>,
-        lease: Option<&Lease>,
-        meta: &WriteMeta<'_>,
-    ) -> impl Future<Output = Result<u64, MemoryError>> + Send
-    where
-        R: Send + Sync,
-    {
-        async move { self.write(id, &record, prev, lease, meta).await }
-    }
+macro_rules! memory_trait {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident, $dyn_name:ident <$a:lifetime> (&$s:lifetime self $(, $arg:ident : $ty:ty)*) -> $out:ty;
+    )*) => {
+        /// Workflow state storage with leases, compare-and-swap writes and a journal (see the
+        /// [module documentation](self)). `R` is the persisted record type.
+        ///
+        /// Methods return `Send` futures.
+        pub trait Memory<R: Send + Sync + 'static>: Send + Sync {
+            $(
+                $(#[$doc])*
+                fn $name<$a>(&$s self $(, $arg: $ty)*)
+                    -> impl std::future::Future<Output = Result<$out, MemoryError>> + Send + $a;
+            )*
+        }
 
-    /// Acquires the lease on workflow `id`; `Ok(None)` when another holder has it.
-    fn lock(&self, id: &str) -> impl Future<Output = Result<Option<Lease>, MemoryError>> + Send;
+        /// Object-safe [`Memory`]: every [`Memory`] is a `DynMemory`, and
+        /// `Arc<dyn DynMemory<R>>` is a [`Memory`] again.
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// use orchestrator::memory::{DynMemory, InMemory};
+        /// let memory: Arc<dyn DynMemory<String>> = Arc::new(InMemory::<String>::default());
+        /// # let _ = memory;
+        /// ```
+        pub trait DynMemory<R: Send + Sync + 'static>: Send + Sync {
+            $(
+                #[doc = concat!("See [`Memory::", stringify!($name), "`].")]
+                fn $dyn_name<$a>(&$s self $(, $arg: $ty)*)
+                    -> dynamic::BoxFuture<$a, Result<$out, MemoryError>>;
+            )*
+        }
+
+        impl<R: Send + Sync + 'static, M: Memory<R>> DynMemory<R> for M {
+            $(
+                fn $dyn_name<$a>(&$s self $(, $arg: $ty)*) -> dynamic::BoxFuture<$a, Result<$out, MemoryError>> {
+                    Box::pin(self.$name($($arg),*))
+                }
+            )*
+        }
+
+        // `(**self)`: the `Arc` is itself a `DynMemory` (through the blanket impl), so calling
+        // the method on `self` would recurse into this impl.
+        impl<R: Send + Sync + 'static> Memory<R> for Arc<dyn DynMemory<R>> {
+            $(
+                fn $name<$a>(&$s self $(, $arg: $ty)*)
+                    -> impl std::future::Future<Output = Result<$out, MemoryError>> + Send + $a {
+                    (**self).$dyn_name($($arg),*)
+                }
+            )*
+        }
+
+        impl<R: Send + Sync + 'static, M: Memory<R>> Memory<R> for Arc<M> {
+            $(
+                fn $name<$a>(&$s self $(, $arg: $ty)*)
+                    -> impl std::future::Future<Output = Result<$out, MemoryError>> + Send + $a {
+                    (**self).$name($($arg),*)
+                }
+            )*
+        }
+    };
+}
+
+memory_trait! {
+    /// The record of workflow `id` and its version, or `None`.
+    fn read, read_dyn<'a>(&'a self, id: &'a str) -> Option<Stored<R>>;
+
+    /// One attempt at the lease on workflow `id`: `Ok(None)` when another holder has it. Never
+    /// waits for it.
+    fn lock, lock_dyn<'a>(&'a self, id: &'a str) -> Option<Lease>;
+
+    /// Extends a lease for another full TTL from now (the store's clock): the renewed lease, or
+    /// [`MemoryError::StaleLease`] when it lapsed or was superseded meanwhile.
+    fn renew, renew_dyn<'a>(&'a self, lease: &'a Lease) -> Lease;
 
     /// Releases a lease; `Ok(false)` when it had already lapsed or been superseded.
-    fn unlock(&self, lease: &Lease) -> impl Future<Output = Result<bool, MemoryError>> + Send;
+    fn unlock, unlock_dyn<'a>(&'a self, lease: &'a Lease) -> bool;
 
-    /// Up to `limit` workflows whose wake-up ([`WriteMeta::wake_at`] of their last write) is at or
-    /// before `now`, earliest first.
-    fn due(
-        &self,
-        now: SystemTime,
-        limit: usize,
-    ) -> impl Future<Output = Result<Vec<Wake>, MemoryError>> + Send;
+    /// What the lifecycle needs before running `event` on workflow `id`, in one round trip: the
+    /// lease when `lock` is true (`Ok(None)` when another holder has it: nothing else is read),
+    /// the record, and the events produced when the workflow consumed `event` before (its
+    /// journal's answer, as [`Memory::produced`]).
+    fn acquire, acquire_dyn<'a>(&'a self, id: &'a str, event: EventKey<'a>, lock: bool) -> Option<Acquired<R>>;
 
-    /// The events produced when workflow `id` consumed the event `event_id`, if the backend keeps
-    /// a journal and has it: a redelivered event then gets the same answer without running the
-    /// handler again. Backends without a journal answer `Ok(None)` (the default).
-    fn produced(
-        &self,
-        id: &str,
-        event_id: &str,
-    ) -> impl Future<Output = Result<Option<Vec<Event>>, MemoryError>> + Send {
-        let _ = (id, event_id);
-        async { Ok(None) }
-    }
+    /// Writes `commit.record` if the current version is `commit.prev` and, with a lease, the
+    /// lease is still current; appends the journal entry, indexes the wake-up, applies the
+    /// retention when the workflow finished, takes the outbox step and releases the lease when
+    /// asked, all in one transaction. Returns the new version. On an error nothing was changed
+    /// (the lease is still held: release it with [`Memory::unlock`]).
+    fn commit, commit_dyn<'a>(&'a self, commit: Commit<'a, R>) -> u64;
 
-    /// [`Memory::read_shared`] and, when there is a record, [`Memory::produced`] for `event_id`: what
-    /// the lifecycle needs before running an event. A backend can answer both in one round trip
-    /// from one snapshot; the default makes the two calls.
-    fn lookup(&self, id: &str, event_id: &str) -> impl Future<Output = Result<Lookup<R>, MemoryError>> + Send
+    /// The events produced when workflow `id` consumed `event`, from its journal: a redelivered
+    /// event then gets the same answer without running the handler again. `None` when the
+    /// workflow did not consume it (an event with the same id from another source is another
+    /// event).
+    fn produced, produced_dyn<'a>(&'a self, id: &'a str, event: EventKey<'a>) -> Option<Vec<Event>>;
+
+    /// Up to `limit` workflows whose wake-up ([`WriteMeta::wake_at`] of their last write) is at
+    /// or before now, by the store's own clock, earliest first, that nobody claimed in the last
+    /// `claim`: each is claimed for `claim` (until then no other caller gets it; a write of the
+    /// workflow ends the claim).
+    fn claim_due, claim_due_dyn<'a>(&'a self, limit: usize, claim: Duration) -> Vec<Wake>;
+
+    /// Applies the store's retention to workflow `id` now, as a commit with `finished` does.
+    fn cleanup, cleanup_dyn<'a>(&'a self, id: &'a str) -> ();
+}
+
+/// Conveniences over [`Memory`], for every store.
+pub trait MemoryExt<R: Send + Sync + 'static>: Memory<R> {
+    /// A compare-and-swap write of a copy of `record` against `prev`, fenced by `lease` (which
+    /// stays held): [`Memory::commit`] of [`Commit::new`].
+    fn write<'a>(
+        &'a self,
+        id: &'a str,
+        record: &R,
+        prev: Option<u64>,
+        lease: Option<&'a Lease>,
+        meta: &WriteMeta<'a>,
+    ) -> impl std::future::Future<Output = Result<u64, MemoryError>> + Send + 'a
     where
-        R: Send + Sync,
+        R: Clone,
     {
-        async move {
-            let stored = self.read_shared(id).await?;
-            let produced = match stored {
-                Some(_) => self.produced(id, event_id).await?,
-                None => None,
-            };
-            Ok(Lookup { stored, produced })
-        }
-    }
-
-    /// Called once when workflow `id` completes; applies the backend's retention policy.
-    fn cleanup(&self, id: &str) -> impl Future<Output = Result<(), MemoryError>> + Send {
-        let _ = id;
-        async { Ok(()) }
+        self.commit(Commit::new(id, record.clone(), prev, meta.clone()).lease(lease))
     }
 }
 
-/// Rejects ids no backend can store.
-pub(crate) fn check_id(id: &str) -> Result<(), MemoryError> {
-    if id.is_empty() {
-        return Err(MemoryError::InvalidId { id: id.to_owned(), reason: "it is empty" });
-    }
-    Ok(())
-}
+impl<R: Send + Sync + 'static, M: Memory<R> + ?Sized> MemoryExt<R> for M {}

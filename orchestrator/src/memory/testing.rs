@@ -3,47 +3,92 @@
 //! ```ignore
 //! #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 //! async fn my_backend_conforms() {
-//!     orchestrator::memory::testing::conformance(|ttl| MyBackend::with_lease_ttl(ttl)).await;
+//!     use orchestrator::memory::testing::{Settings, conformance};
+//!     conformance(|s: Settings| MyBackend::new(s.lease_ttl, s.retention)).await;
 //! }
 //! ```
 //!
-//! The factory gets the lease TTL to use and must return a fresh, empty backend whose lock
-//! retries are short (tens of milliseconds), so the suite runs in a few seconds.
+//! The factory gets the settings to use and must return a fresh, empty backend. The suite checks
+//! compare-and-swap, leases (single-shot, exclusive, fenced, renewed), the one-round-trip
+//! `acquire` and `commit`, the journal and idempotent redelivery keyed by `(source, id)`,
+//! retention, cleanup and timer claims. A backend that skips any of them fails it.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
-use super::{Memory, MemoryError, WriteMeta};
+use super::{Commit, EventKey, Journal, JournalEntry, Memory, MemoryError, MemoryExt, Retention, WriteMeta};
+use crate::event::Event;
 
-/// Runs every check against fresh backends made by `make(lease_ttl)`; panics on the first
-/// failure with a message naming the broken rule.
+/// What the suite asks of a backend it makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    /// How long a lease lasts.
+    pub lease_ttl: Duration,
+    /// The retention of finished workflows.
+    pub retention: Retention,
+}
+
+/// A store the suite can test: a [`Memory`] of strings.
+pub trait Store: Memory<String> {}
+impl<M: Memory<String>> Store for M {}
+
+/// Runs every check against fresh backends made by `make`, once per [`Retention`] the
+/// retention check covers; panics on the first failure with a message naming the broken rule.
 pub async fn conformance<M, F>(make: F)
 where
-    M: Memory<String> + 'static,
-    F: Fn(Duration) -> M,
+    M: Store + 'static,
+    F: Fn(Settings) -> M,
 {
-    let long = Duration::from_secs(60);
-    read_of_unknown_workflow_is_none(&make(long)).await;
-    write_creates_then_compare_and_swaps(&make(long)).await;
-    empty_id_is_rejected(&make(long)).await;
-    lock_is_exclusive_and_tokens_grow(&make(long)).await;
-    workflows_are_independent(&make(long)).await;
-    expired_lease_is_fenced(&make(Duration::from_millis(300))).await;
-    concurrent_lockers_one_wins(Arc::new(make(long))).await;
-    concurrent_read_modify_write_loses_no_update(Arc::new(make(long))).await;
-    cleanup_leaves_other_workflows(&make(long)).await;
-    wake_ups_are_indexed_by_the_last_write(&make(long)).await;
+    let long = |retention| Settings { lease_ttl: Duration::from_secs(60), retention };
+    let keep = long(Retention::Keep);
+    read_of_unknown_workflow_is_none(&make(keep)).await;
+    write_creates_then_compare_and_swaps(&make(keep)).await;
+    empty_id_is_rejected(&make(keep)).await;
+    lock_is_exclusive_and_tokens_grow(&make(keep)).await;
+    lock_is_a_single_attempt(&make(keep)).await;
+    workflows_are_independent(&make(keep)).await;
+    expired_lease_is_fenced(&make(Settings { lease_ttl: Duration::from_millis(300), ..keep })).await;
+    renewal_extends_a_current_lease_only(&make(Settings { lease_ttl: Duration::from_millis(400), ..keep })).await;
+    concurrent_lockers_one_wins(Arc::new(make(keep))).await;
+    concurrent_read_modify_write_loses_no_update(Arc::new(make(keep))).await;
+    acquire_takes_the_lease_and_reads_in_one_call(&make(keep)).await;
+    commit_journals_and_releases_in_one_call(&make(keep)).await;
+    a_failed_commit_changes_nothing(&make(keep)).await;
+    redelivery_is_answered_by_source_and_id(&make(keep)).await;
+    cleanup_leaves_other_workflows(&make(keep)).await;
+    due_wake_ups_are_claimed_once(&make(keep)).await;
+    for retention in [
+        Retention::Keep,
+        Retention::Remove,
+        Retention::RemoveAfter(Duration::from_millis(150)),
+        Retention::Archive,
+    ] {
+        finished_workflows_follow_the_retention(&make(long(retention)), retention).await;
+    }
+}
+
+/// An event from `source` with id `id`, consumed or produced in the checks.
+fn event(source: &str, id: &str) -> Event {
+    Event::builder()
+        .id(id)
+        .source(source)
+        .r#type("com.conformance.step")
+        .to("com.conformance.target")
+        .subject("conformance")
+        .data_json(serde_json::json!({ "id": id }))
+        .build()
+        .expect("a valid event")
 }
 
 fn meta(id: &str) -> WriteMeta<'_> {
     WriteMeta::new(id, "com.conformance.suite")
 }
 
-async fn read_of_unknown_workflow_is_none<M: Memory<String>>(m: &M) {
+async fn read_of_unknown_workflow_is_none<M: Store>(m: &M) {
     assert!(m.read("unknown").await.expect("read").is_none(), "read of an unknown workflow must be None");
 }
 
-async fn write_creates_then_compare_and_swaps<M: Memory<String>>(m: &M) {
+async fn write_creates_then_compare_and_swaps<M: Store>(m: &M) {
     let id = "cas";
     let v1 = m.write(id, &"a".into(), None, None, &meta(id)).await.expect("create with prev=None");
     assert_eq!(v1, 1, "the first version is 1");
@@ -66,7 +111,7 @@ async fn write_creates_then_compare_and_swaps<M: Memory<String>>(m: &M) {
     );
 }
 
-async fn empty_id_is_rejected<M: Memory<String>>(m: &M) {
+async fn empty_id_is_rejected<M: Store>(m: &M) {
     assert!(matches!(m.read("").await, Err(MemoryError::InvalidId { .. })), "read(\"\")");
     assert!(
         matches!(m.write("", &"x".into(), None, None, &meta("")).await, Err(MemoryError::InvalidId { .. })),
@@ -75,7 +120,7 @@ async fn empty_id_is_rejected<M: Memory<String>>(m: &M) {
     assert!(matches!(m.lock("").await, Err(MemoryError::InvalidId { .. })), "lock(\"\")");
 }
 
-async fn lock_is_exclusive_and_tokens_grow<M: Memory<String>>(m: &M) {
+async fn lock_is_exclusive_and_tokens_grow<M: Store>(m: &M) {
     let first = m.lock("wf").await.expect("lock").expect("a free lock is granted");
     assert!(m.lock("wf").await.expect("lock").is_none(), "a held lock must be denied (Ok(None))");
     assert!(m.unlock(&first).await.expect("unlock"), "releasing a current lease reports true");
@@ -85,7 +130,7 @@ async fn lock_is_exclusive_and_tokens_grow<M: Memory<String>>(m: &M) {
     m.unlock(&second).await.expect("unlock");
 }
 
-async fn workflows_are_independent<M: Memory<String>>(m: &M) {
+async fn workflows_are_independent<M: Store>(m: &M) {
     let a = m.lock("a").await.expect("lock").expect("free");
     let b = m.lock("b").await.expect("lock").expect("a lock on another workflow is independent");
     m.write("a", &"1".into(), None, Some(&a), &meta("a")).await.expect("write a");
@@ -94,7 +139,7 @@ async fn workflows_are_independent<M: Memory<String>>(m: &M) {
     m.unlock(&b).await.expect("unlock");
 }
 
-async fn expired_lease_is_fenced<M: Memory<String>>(m: &M) {
+async fn expired_lease_is_fenced<M: Store>(m: &M) {
     let old = m.lock("ttl").await.expect("lock").expect("free");
     tokio::time::sleep(Duration::from_millis(450)).await;
     let new = m.lock("ttl").await.expect("lock").expect("an expired lease must not block a new one");
@@ -112,7 +157,7 @@ async fn expired_lease_is_fenced<M: Memory<String>>(m: &M) {
     assert!(m.unlock(&new).await.expect("unlock"));
 }
 
-async fn concurrent_lockers_one_wins<M: Memory<String> + 'static>(m: Arc<M>) {
+async fn concurrent_lockers_one_wins<M: Store + 'static>(m: Arc<M>) {
     let tasks: Vec<_> = (0..8)
         .map(|_| {
             let m = Arc::clone(&m);
@@ -129,7 +174,7 @@ async fn concurrent_lockers_one_wins<M: Memory<String> + 'static>(m: Arc<M>) {
     m.unlock(&granted[0]).await.expect("unlock");
 }
 
-async fn concurrent_read_modify_write_loses_no_update<M: Memory<String> + 'static>(m: Arc<M>) {
+async fn concurrent_read_modify_write_loses_no_update<M: Store + 'static>(m: Arc<M>) {
     const WORKERS: usize = 4;
     const INCREMENTS: usize = 25;
     let tasks: Vec<_> = (0..WORKERS)
@@ -164,7 +209,7 @@ async fn concurrent_read_modify_write_loses_no_update<M: Memory<String> + 'stati
     assert_eq!(total.version, (WORKERS * INCREMENTS) as u64, "one version per write");
 }
 
-async fn cleanup_leaves_other_workflows<M: Memory<String>>(m: &M) {
+async fn cleanup_leaves_other_workflows<M: Store>(m: &M) {
     m.write("done", &"x".into(), None, None, &meta("done")).await.expect("write");
     m.write("live", &"y".into(), None, None, &meta("live")).await.expect("write");
     m.cleanup("done").await.expect("cleanup of a finished workflow");
@@ -175,25 +220,273 @@ async fn cleanup_leaves_other_workflows<M: Memory<String>>(m: &M) {
     );
 }
 
-async fn wake_ups_are_indexed_by_the_last_write<M: Memory<String>>(m: &M) {
-    let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-    let at = |s: u64| t0 + Duration::from_secs(s);
-    let with_wake = |id: &'static str, wake: Option<SystemTime>| WriteMeta { wake_at: wake, ..meta(id) };
-    assert!(m.due(at(1_000), 10).await.expect("due").is_empty(), "nothing is due in an empty memory");
-    m.write("w-late", &"x".into(), None, None, &with_wake("w-late", Some(at(30)))).await.expect("write");
-    m.write("w-early", &"x".into(), None, None, &with_wake("w-early", Some(at(10)))).await.expect("write");
-    m.write("w-none", &"x".into(), None, None, &with_wake("w-none", None)).await.expect("write");
-    let ids = |due: Vec<super::Wake>| due.into_iter().map(|w| (w.id, w.at)).collect::<Vec<_>>();
-    assert_eq!(ids(m.due(at(9), 10).await.expect("due")), vec![], "nothing is due before its time");
-    assert_eq!(
-        ids(m.due(at(30), 10).await.expect("due")),
-        vec![("w-early".to_owned(), at(10)), ("w-late".to_owned(), at(30))],
-        "due wake-ups come earliest first, at or before now"
+
+async fn lock_is_a_single_attempt<M: Store>(m: &M) {
+    let held = m.lock("single").await.expect("lock").expect("free");
+    let started = Instant::now();
+    assert!(m.lock("single").await.expect("lock").is_none(), "a held lock is denied");
+    assert!(
+        started.elapsed() < Duration::from_millis(100),
+        "a denied lock is answered at once (the caller retries), it took {:?}",
+        started.elapsed()
     );
-    assert_eq!(ids(m.due(at(30), 1).await.expect("due")).len(), 1, "due honours its limit");
-    // A later write replaces the wake-up; a write without one clears it.
-    m.write("w-early", &"y".into(), Some(1), None, &with_wake("w-early", None)).await.expect("write");
-    m.write("w-late", &"y".into(), Some(1), None, &with_wake("w-late", Some(at(50)))).await.expect("write");
-    assert!(m.due(at(49), 10).await.expect("due").is_empty(), "a rewritten wake-up replaces the old one");
-    assert_eq!(ids(m.due(at(50), 10).await.expect("due")), vec![("w-late".to_owned(), at(50))]);
+    m.unlock(&held).await.expect("unlock");
+}
+
+async fn renewal_extends_a_current_lease_only<M: Store>(m: &M) {
+    let lease = m.lock("renew").await.expect("lock").expect("free");
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    let renewed = m.renew(&lease).await.expect("a current lease can be renewed");
+    assert_eq!(renewed.token, lease.token, "renewal keeps the fencing token");
+    assert!(renewed.expires_at > lease.expires_at, "renewal moves the expiry forward");
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    // 500 ms after locking with a 400 ms TTL: alive only thanks to the renewal.
+    assert!(m.lock("renew").await.expect("lock").is_none(), "a renewed lease still excludes others");
+    m.write("renew", &"x".into(), None, Some(&renewed), &meta("renew"))
+        .await
+        .expect("a renewed lease may still write");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    match m.renew(&renewed).await {
+        Err(MemoryError::StaleLease { .. }) => {}
+        other => panic!("renewing a lapsed lease must fail with StaleLease, got {other:?}"),
+    }
+    let next = m.lock("renew").await.expect("lock").expect("a lapsed lease frees the lock");
+    match m.renew(&renewed).await {
+        Err(MemoryError::StaleLease { .. }) => {}
+        other => panic!("renewing a superseded lease must fail with StaleLease, got {other:?}"),
+    }
+    m.unlock(&next).await.expect("unlock");
+}
+
+async fn acquire_takes_the_lease_and_reads_in_one_call<M: Store>(m: &M) {
+    let key = EventKey { source: "com.conformance.client", id: "e-1" };
+    let first = m.acquire("acq", key, true).await.expect("acquire").expect("a free workflow is acquired");
+    let lease = first.lease.clone().expect("acquire with lock = true returns the lease");
+    assert!(first.stored.is_none() && first.produced.is_none(), "an unknown workflow has no record");
+    assert!(m.acquire("acq", key, true).await.expect("acquire").is_none(), "a held workflow is denied");
+    let unlocked = m.acquire("acq", key, false).await.expect("acquire").expect("reading needs no lease");
+    assert!(unlocked.lease.is_none(), "acquire with lock = false takes no lease");
+    m.write("acq", &"a".into(), None, Some(&lease), &meta("acq")).await.expect("write");
+    m.unlock(&lease).await.expect("unlock");
+    let again = m.acquire("acq", key, true).await.expect("acquire").expect("released");
+    let stored = again.stored.expect("the record is read with the lease");
+    assert_eq!((stored.record.as_str(), stored.version), ("a", 1));
+    m.unlock(&again.lease.expect("lease")).await.expect("unlock");
+}
+
+async fn commit_journals_and_releases_in_one_call<M: Store>(m: &M) {
+    let consumed = event("com.conformance.client", "c-1");
+    let produced = vec![event("com.conformance.suite", "p-1"), event("com.conformance.suite", "p-2")];
+    let key = EventKey::of(&consumed);
+    let acquired = m.acquire("cj", key, true).await.expect("acquire").expect("free");
+    let lease = acquired.lease.expect("lease");
+    let entry = JournalEntry { at: SystemTime::now(), consumed: Some(&consumed), produced: &produced };
+    let commit = Commit {
+        release: true,
+        ..Commit::new("cj", "v1".to_owned(), None, WriteMeta { entry: Some(entry), ..meta("cj") }).lease(Some(&lease))
+    };
+    assert_eq!(m.commit(commit).await.expect("commit"), 1);
+    let next = m.lock("cj").await.expect("lock").expect("a commit with release frees the lease");
+    assert!(next.token > lease.token);
+    m.unlock(&next).await.expect("unlock");
+    assert_eq!(
+        m.produced("cj", key).await.expect("produced"),
+        Some(produced),
+        "idempotency: the commit journals the events produced, in order"
+    );
+}
+
+/// The journal's read side ([`Journal`]), for stores that offer it: run it beside
+/// [`conformance`].
+pub async fn journal<M, F>(make: F)
+where
+    M: Memory<String> + Journal<String> + 'static,
+    F: Fn(Settings) -> M,
+{
+    let m = make(Settings { lease_ttl: Duration::from_secs(60), retention: Retention::Keep });
+    let consumed = event("com.conformance.client", "h-1");
+    let produced = vec![event("com.conformance.suite", "hp-1")];
+    let entry = JournalEntry { at: SystemTime::now(), consumed: Some(&consumed), produced: &produced };
+    m.write("hist", &"v1".into(), None, None, &WriteMeta { entry: Some(entry), ..meta("hist") }).await.expect("write");
+    let entry = JournalEntry { at: SystemTime::now(), consumed: None, produced: &[] };
+    m.write("hist", &"v2".into(), Some(1), None, &WriteMeta { entry: Some(entry), ..meta("hist") }).await.expect("write");
+    let history = m.history("hist", 0, 10).await.expect("history");
+    assert_eq!(history.iter().map(|e| e.version).collect::<Vec<_>>(), [1, 2], "one entry per journaled write");
+    assert_eq!(history[0].record, "v1", "the journal keeps the record written");
+    assert_eq!(history[0].consumed.as_ref().map(Event::id), Some("h-1"), "and the event consumed");
+    assert_eq!(history[0].produced, produced, "and the events produced, in order");
+    assert!(history[1].consumed.is_none(), "a timer wake-up consumed no event");
+    assert_eq!(m.history("hist", 1, 10).await.expect("page").len(), 1, "pages start after the version given");
+    assert_eq!(m.entry("hist", 2).await.expect("entry").map(|e| e.record), Some("v2".to_owned()));
+    assert!(m.entry("hist", 3).await.expect("entry").is_none());
+}
+
+async fn a_failed_commit_changes_nothing<M: Store>(m: &M) {
+    let consumed = event("com.conformance.client", "f-1");
+    let produced = [event("com.conformance.suite", "fp-1")];
+    let lease = m.lock("fail").await.expect("lock").expect("free");
+    m.write("fail", &"v1".into(), None, Some(&lease), &meta("fail")).await.expect("write");
+    let entry = JournalEntry { at: SystemTime::now(), consumed: Some(&consumed), produced: &produced };
+    let stale = Commit {
+        release: true,
+        ..Commit::new("fail", "v2".to_owned(), None, WriteMeta { entry: Some(entry), ..meta("fail") })
+            .lease(Some(&lease))
+    };
+    assert!(matches!(m.commit(stale).await, Err(MemoryError::Conflict { .. })), "a stale commit conflicts");
+    assert_eq!(m.read("fail").await.expect("read").map(|s| s.record), Some("v1".to_owned()));
+    assert!(
+        m.produced("fail", EventKey::of(&consumed)).await.expect("produced").is_none(),
+        "a failed commit journals nothing"
+    );
+    assert!(m.lock("fail").await.expect("lock").is_none(), "a failed commit keeps the lease held");
+    assert!(m.unlock(&lease).await.expect("unlock"));
+}
+
+async fn redelivery_is_answered_by_source_and_id<M: Store>(m: &M) {
+    let consumed = event("com.conformance.client", "same-id");
+    let produced = vec![event("com.conformance.suite", "answer")];
+    let entry = JournalEntry { at: SystemTime::now(), consumed: Some(&consumed), produced: &produced };
+    m.write("idem", &"v1".into(), None, None, &WriteMeta { entry: Some(entry), ..meta("idem") })
+        .await
+        .expect("write");
+    let key = EventKey::of(&consumed);
+    assert_eq!(
+        m.produced("idem", key).await.expect("produced"),
+        Some(produced.clone()),
+        "idempotency: a redelivered event gets the events it produced the first time"
+    );
+    let acquired = m.acquire("idem", key, false).await.expect("acquire").expect("no lock");
+    assert_eq!(acquired.produced, Some(produced), "idempotency: acquire answers a redelivery from the journal");
+    let other_source = EventKey { source: "com.conformance.other", id: "same-id" };
+    assert!(
+        m.produced("idem", other_source).await.expect("produced").is_none(),
+        "an event reusing the id from another source is another event (CloudEvents: source + id)"
+    );
+    assert!(m.acquire("idem", other_source, false).await.expect("acquire").expect("read").produced.is_none());
+    assert!(
+        m.produced("idem", EventKey { source: "com.conformance.client", id: "never" }).await.expect("produced").is_none(),
+        "an event never consumed has no answer"
+    );
+    assert!(m.produced("nobody", key).await.expect("produced").is_none(), "nor has an unknown workflow");
+}
+
+async fn due_wake_ups_are_claimed_once<M: Store>(m: &M) {
+    let now = SystemTime::now();
+    let with_wake = |id: &'static str, wake: Option<SystemTime>| WriteMeta { wake_at: wake, ..meta(id) };
+    let claim = Duration::from_millis(300);
+    assert!(m.claim_due(10, claim).await.expect("claim").is_empty(), "nothing is due in an empty store");
+    let (early, late) = (now - Duration::from_secs(20), now - Duration::from_secs(10));
+    m.write("w-late", &"x".into(), None, None, &with_wake("w-late", Some(late))).await.expect("write");
+    m.write("w-early", &"x".into(), None, None, &with_wake("w-early", Some(early))).await.expect("write");
+    m.write("w-future", &"x".into(), None, None, &with_wake("w-future", Some(now + Duration::from_secs(3_600))))
+        .await
+        .expect("write");
+    m.write("w-none", &"x".into(), None, None, &with_wake("w-none", None)).await.expect("write");
+    let ids = |due: Vec<super::Wake>| due.into_iter().map(|w| w.id).collect::<Vec<_>>();
+    assert_eq!(ids(m.claim_due(1, claim).await.expect("claim")), ["w-early"], "earliest first, within the limit");
+    assert_eq!(
+        ids(m.claim_due(10, claim).await.expect("claim")),
+        ["w-late"],
+        "a claimed wake-up is not handed out again while its claim lasts; future ones are not due"
+    );
+    assert!(m.claim_due(10, claim).await.expect("claim").is_empty(), "both are claimed now");
+    // A write replaces the wake-up and ends its claim.
+    m.write("w-late", &"y".into(), Some(1), None, &with_wake("w-late", Some(late))).await.expect("write");
+    assert_eq!(ids(m.claim_due(10, claim).await.expect("claim")), ["w-late"], "a rewritten wake-up is claimable");
+    m.write("w-late", &"z".into(), Some(2), None, &with_wake("w-late", None)).await.expect("write");
+    tokio::time::sleep(claim + Duration::from_millis(100)).await;
+    assert_eq!(
+        ids(m.claim_due(10, claim).await.expect("claim")),
+        ["w-early"],
+        "a lapsed claim is handed out again (its wake-up was lost); a cleared wake-up is not"
+    );
+}
+
+async fn finished_workflows_follow_the_retention<M: Store>(m: &M, retention: Retention) {
+    let consumed = event("com.conformance.client", "fin");
+    let entry = JournalEntry { at: SystemTime::now(), consumed: Some(&consumed), produced: &[] };
+    let lease = m.lock("fin").await.expect("lock").expect("free");
+    let finish = Commit {
+        release: true,
+        finished: true,
+        ..Commit::new("fin", "done".to_owned(), None, WriteMeta { entry: Some(entry), ..meta("fin") })
+            .lease(Some(&lease))
+    };
+    m.commit(finish).await.expect("a finishing commit");
+    m.write("other", &"live".into(), None, None, &meta("other")).await.expect("write");
+    let present = m.read("fin").await.expect("read").is_some();
+    match retention {
+        Retention::Keep => assert!(present, "Keep keeps a finished workflow"),
+        Retention::Remove => assert!(!present, "Remove removes a finished workflow at once"),
+        Retention::Archive => {}
+        Retention::RemoveAfter(after) => {
+            assert!(present, "RemoveAfter keeps a finished workflow until the delay has passed");
+            tokio::time::sleep(after + Duration::from_millis(100)).await;
+            // Removals are due now; the next finishing commit or cleanup applies them.
+            m.cleanup("other").await.expect("cleanup");
+            assert!(m.read("fin").await.expect("read").is_none(), "RemoveAfter removes it after the delay");
+        }
+    }
+    assert_eq!(
+        m.read("other").await.expect("read").map(|s| s.record),
+        Some("live".to_owned()),
+        "retention leaves other workflows alone"
+    );
+    assert!(m.lock("fin").await.expect("lock").is_some(), "a finished workflow's lease was released");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{Acquired, InMemory, InMemoryConfig, Lease, Stored, Wake};
+
+    /// InMemory with idempotency taken out: it journals, but never answers a redelivery.
+    struct Forgetful(InMemory<String>);
+
+    impl Memory<String> for Forgetful {
+        async fn read(&self, id: &str) -> Result<Option<Stored<String>>, MemoryError> {
+            self.0.read(id).await
+        }
+        async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
+            self.0.lock(id).await
+        }
+        async fn renew(&self, lease: &Lease) -> Result<Lease, MemoryError> {
+            self.0.renew(lease).await
+        }
+        async fn unlock(&self, lease: &Lease) -> Result<bool, MemoryError> {
+            self.0.unlock(lease).await
+        }
+        async fn acquire(
+            &self,
+            id: &str,
+            event: EventKey<'_>,
+            lock: bool,
+        ) -> Result<Option<Acquired<String>>, MemoryError> {
+            let acquired = self.0.acquire(id, event, lock).await?;
+            Ok(acquired.map(|a| Acquired { produced: None, ..a }))
+        }
+        async fn commit(&self, commit: Commit<'_, String>) -> Result<u64, MemoryError> {
+            self.0.commit(commit).await
+        }
+        async fn produced(&self, _: &str, _: EventKey<'_>) -> Result<Option<Vec<Event>>, MemoryError> {
+            Ok(None)
+        }
+        async fn claim_due(&self, limit: usize, claim: Duration) -> Result<Vec<Wake>, MemoryError> {
+            self.0.claim_due(limit, claim).await
+        }
+        async fn cleanup(&self, id: &str) -> Result<(), MemoryError> {
+            self.0.cleanup(id).await
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_that_skips_idempotency_fails_the_suite() {
+        let run = tokio::spawn(conformance(|s| {
+            Forgetful(InMemory::new(InMemoryConfig { lease_ttl: s.lease_ttl, retention: s.retention, journal: true }))
+        }));
+        let failure = run.await.expect_err("the suite must fail a store without idempotent redelivery");
+        let message = failure.into_panic();
+        let message = message.downcast_ref::<String>().map_or("", String::as_str);
+        assert!(message.contains("idempotency"), "it fails on the idempotency rule: {message}");
+    }
 }

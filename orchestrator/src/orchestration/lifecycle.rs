@@ -15,7 +15,11 @@ use crate::emit::{
 };
 use crate::event::Event;
 use crate::handler::EventHandler;
-use crate::memory::{JournalEntry, Lease, Lookup, Materialized, Memory, MemoryError, Stored, WriteMeta};
+use crate::memory::{
+    Acquired, Commit, EventKey, JournalEntry, Lease, Materialized, Memory, MemoryError, OutboxStep, Stored, WriteMeta,
+    unix_ms,
+};
+use crate::outbox::DynOutbox;
 use crate::subject::Subject;
 use crate::telemetry::{Execution, ExecutionKind, MemoryOp, Telemetry};
 use crate::violation::{TransactionCause, Violation};
@@ -34,6 +38,8 @@ pub struct Lifecycle<S, M> {
     wake_type: String,
     telemetry: Telemetry,
     kind: ExecutionKind,
+    /// The store's own outbox, when events travel through it: each commit takes the outbox step.
+    outbox: Option<Arc<dyn DynOutbox>>,
 }
 
 /// The type of the timer wake-up events of orchestrator `source`: `<source>.wake`. They are
@@ -90,6 +96,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             wake_type,
             telemetry: Telemetry::default(),
             kind: ExecutionKind::Orchestrator,
+            outbox: None,
         }
     }
 
@@ -112,6 +119,18 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
     #[must_use]
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Moves events through `outbox`, which must be the lifecycle's own store (a store that is
+    /// also an [`Outbox`](crate::outbox::Outbox), such as `orchestrator_sqlite::SqliteMemory`):
+    /// each commit then removes the consumed event from the outbox and adds the produced ones in
+    /// the same transaction as the state, so an orchestrator step costs two store round trips
+    /// (acquire, commit) and a crash at any point loses nothing. Events handled without a commit
+    /// (ignored, or answered from the journal) take a separate outbox step.
+    #[must_use]
+    pub fn with_outbox(mut self, outbox: Arc<dyn DynOutbox>) -> Self {
+        self.outbox = Some(outbox);
         self
     }
 
@@ -152,73 +171,85 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
     }
 
     async fn run(&self, event: &Event, exec: &Execution) -> Result<Vec<Event>, Violation> {
-        let subject = event.orchestration_subject().cloned().map_err(|e| {
-            Violation::execution(format!(
-                "Invalid event (id={}) subject format. Expected an ArvoOrchestrationSubject but received '{}': {e}",
-                event.id(),
-                event.subject()
-            ))
-        })?;
+        let subject = match event.orchestration_subject() {
+            Ok(subject) => subject.clone(),
+            Err(e) => {
+                let violation = Violation::execution(format!(
+                    "Invalid event (id={}) subject format. Expected an ArvoOrchestrationSubject but received '{}': {e}",
+                    event.id(),
+                    event.subject()
+                ));
+                // Permanent: it will never be handled, so it leaves the outbox.
+                self.outbox_step(event, &[]).await?;
+                return Err(violation);
+            }
+        };
         exec.parsed_subject(self.kind, &subject);
         if subject.orchestrator_name() != self.core.source() {
             // Another orchestrator's event (Arvo logs a warning).
+            self.outbox_step(event, &[]).await?;
             return Ok(Vec::new());
         }
-        let lease = match self.locking {
-            Locking::Never => None,
-            Locking::Always => match self.lock(subject.as_str(), exec).await {
-                Ok(Some(lease)) => Some(lease),
-                Ok(None) => {
-                    return Err(Violation::transaction(
-                        TransactionCause::LockUnacquired,
-                        format!(
-                            "Lock acquisition denied - Unable to obtain exclusive access to event processing (subject={}, event id={})",
-                            subject.as_str(),
-                            event.id()
-                        ),
-                    ));
-                }
-                Err(e) => {
-                    return Err(Violation::transaction(
-                        TransactionCause::LockFailure,
-                        format!("Error acquiring lock for event (subject={}): {e}", subject.as_str()),
-                    ));
-                }
-            },
+        let lock = self.locking == Locking::Always;
+        let acquired = match self.acquire(subject.as_str(), event, lock, exec).await {
+            Ok(Some(acquired)) => acquired,
+            Ok(None) => {
+                return Err(Violation::transaction(
+                    TransactionCause::LockUnacquired,
+                    format!(
+                        "Lock acquisition denied - Unable to obtain exclusive access to event processing (subject={}, event id={})",
+                        subject.as_str(),
+                        event.id()
+                    ),
+                ));
+            }
+            Err(e) => {
+                let message = format!("Error acquiring lock for event (subject={}): {e}", subject.as_str());
+                return Err(store_violation(&e, TransactionCause::LockFailure, message));
+            }
         };
-        let result = self.locked(event, &subject, lease.as_ref(), exec).await;
-        if let Some(lease) = &lease {
+        let Acquired { lease, stored, produced } = acquired;
+        let result = self.locked(event, &subject, lease.as_ref(), stored, produced, exec).await;
+        let released = matches!(result, Ok(Step { committed: true, .. }));
+        if let Some(lease) = &lease
+            && !released
+        {
             // Tolerant release: a lease that cannot be released expires by itself.
             let span = exec.memory(MemoryOp::Unlock, &lease.id);
             span.result(&self.memory.unlock(lease).await);
         }
-        let (events, done) = result?;
-        if done {
-            // Retention is the backend's business; a failed cleanup does not undo the workflow.
-            let span = exec.memory(MemoryOp::Cleanup, subject.as_str());
-            span.result(&self.memory.cleanup(subject.as_str()).await);
+        let Step { events, committed, .. } = result?;
+        if !committed {
+            // Nothing written (ignored, or answered from the journal): settle the outbox apart.
+            self.outbox_step(event, &events).await?;
         }
         Ok(events)
     }
 
-    /// Steps 4 to 8, under the lease: the events and whether the workflow just finished.
+    /// The outbox step of an event handled without a commit (the commit carries it otherwise).
+    async fn outbox_step(&self, event: &Event, produced: &[Event]) -> Result<(), Violation> {
+        let Some(outbox) = &self.outbox else { return Ok(()) };
+        let in_flight: Vec<Event> = produced.iter().filter(|e| e.domain().is_none()).cloned().collect();
+        outbox.advance_dyn(Some(event.id()), &in_flight).await.map_err(|e| {
+            let message = format!("Error moving event (id={}) forward in the outbox: {e}", event.id());
+            store_violation(&e, TransactionCause::WriteFailure, message)
+        })
+    }
+
+    /// Steps 4 to 8, under the lease: the events, and whether a commit wrote them (and released
+    /// the lease).
     async fn locked(
         &self,
         event: &Event,
         subject: &Subject,
         lease: Option<&Lease>,
+        stored: Option<Stored<Arc<WorkflowRecord>>>,
+        produced: Option<Vec<Event>>,
         exec: &Execution,
-    ) -> Result<(Vec<Event>, bool), Violation> {
-        let Lookup { stored, produced } =
-            self.lookup(subject.as_str(), event.id(), exec).await.map_err(|e| {
-                Violation::transaction(
-                    TransactionCause::ReadFailure,
-                    format!("Error reading state for event (subject={}): {e}", subject.as_str()),
-                )
-            })?;
+    ) -> Result<Step, Violation> {
         if let Some(events) = produced {
-            // A redelivered event gets what it produced the first time (journaling backends).
-            return Ok((events, false));
+            // A redelivered event gets what it produced the first time.
+            return Ok(Step::ignored(events));
         }
         let is_init = event.r#type() == self.core.source();
         let is_wake = event.r#type() == self.wake_type;
@@ -227,15 +258,18 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             None => (None, None),
         };
         match record {
-            Some(r) if r.is_failed() || r.done => return Ok((Vec::new(), false)),
-            Some(r) if r.last_event_id.as_deref() == Some(event.id()) => return Ok((Vec::new(), false)),
-            None if !is_init || is_wake => return Ok((Vec::new(), false)),
+            Some(r) if r.is_failed() || r.done => return Ok(Step::ignored(Vec::new())),
+            Some(r) if r.last_event_id.as_deref() == Some(event.id()) => return Ok(Step::ignored(Vec::new())),
+            // A second init of a running workflow (another event with the init's type) starts
+            // nothing and writes nothing.
+            Some(_) if is_init => return Ok(Step::ignored(Vec::new())),
+            None if !is_init || is_wake => return Ok(Step::ignored(Vec::new())),
             _ => {}
         }
         let now = self.clock.now();
         if is_wake && record.and_then(|r| r.wake_at_ms).is_none_or(|due| due > unix_ms(now)) {
             // A wake-up that is early or repeated: nothing is due.
-            return Ok((Vec::new(), false));
+            return Ok(Step::ignored(Vec::new()));
         }
         let parent_subject: Option<String> = match record {
             Some(r) => r.parent_subject.clone(),
@@ -272,6 +306,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         match step {
             Ok(output) => {
                 exec.orchestration_status(if output.done { "done" } else { "active" });
+                let wake_at = if output.done { None } else { output.wake_at };
                 let new = WorkflowRecord {
                     execution_status: ExecutionStatus::Normal,
                     subject: subject.as_str().to_owned(),
@@ -280,12 +315,11 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     done: output.done,
                     state: output.state,
                     last_event_id: Some(event.id().to_owned()),
-                    wake_at_ms: None,
+                    wake_at_ms: wake_at.map(unix_ms),
                 };
-                let wake_at = if output.done { None } else { output.wake_at };
-                let new = WorkflowRecord { wake_at_ms: wake_at.map(unix_ms), ..new };
-                self.write(subject, new, version, lease, &meta(wake_at).with(&output.events), exec).await?;
-                Ok((output.events, output.done))
+                let write = Write { record: new, prev: version, lease, finished: output.done };
+                self.commit(subject, write, &meta(wake_at).with(&output.events), exec).await?;
+                Ok(Step { events: output.events, committed: true })
             }
             Err(StepError::Violation(violation)) => Err(violation),
             Err(StepError::Failure(error)) => {
@@ -316,63 +350,94 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     wake_at_ms: None,
                 };
                 // Against the version read (Arvo's bug 4 writes it as if nothing existed).
-                self.write(subject, latch, version, lease, &meta(None).with(&events), exec).await?;
-                Ok((events, false))
+                let write = Write { record: latch, prev: version, lease, finished: false };
+                self.commit(subject, write, &meta(None).with(&events), exec).await?;
+                Ok(Step { events, committed: true })
             }
         }
     }
 
-    async fn write(
+    async fn commit(
         &self,
         subject: &Subject,
-        record: WorkflowRecord,
-        prev: Option<u64>,
-        lease: Option<&Lease>,
+        write: Write<'_>,
         meta: &WriteMeta<'_>,
         exec: &Execution,
     ) -> Result<u64, Violation> {
-        let mut span = exec.memory(MemoryOp::Write, subject.as_str());
-        span.record_bytes(Some(&record));
-        let written = self.memory.write_owned(subject.as_str(), record, prev, lease, meta).await;
+        let mut span = exec.memory(MemoryOp::Commit, subject.as_str());
+        span.record_bytes(Some(&write.record));
+        let in_flight: Vec<Event>;
+        let outbox = match &self.outbox {
+            Some(_) => {
+                let produced = meta.entry.map_or(&[][..], |entry| entry.produced);
+                in_flight = produced.iter().filter(|e| e.domain().is_none()).cloned().collect();
+                Some(OutboxStep { consumed: meta.entry.and_then(|e| e.consumed).map(Event::id), produced: &in_flight })
+            }
+            None => None,
+        };
+        let commit = Commit {
+            id: subject.as_str(),
+            record: write.record,
+            prev: write.prev,
+            lease: write.lease,
+            release: true,
+            finished: write.finished,
+            meta: meta.clone(),
+            outbox,
+        };
+        let written = self.memory.commit(commit).await;
         span.result(&written);
         written.map_err(|e| {
-            Violation::transaction(
-                TransactionCause::WriteFailure,
-                format!("Error writing state for event (subject={}): {e}", subject.as_str()),
-            )
+            let message = format!("Error writing state for event (subject={}): {e}", subject.as_str());
+            store_violation(&e, TransactionCause::WriteFailure, message)
         })
     }
 }
 
-/// Milliseconds since the Unix epoch (0 before it).
-pub(crate) fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+/// What one execution under the lease gave.
+struct Step {
+    events: Vec<Event>,
+    /// A commit wrote the state (and released the lease, and took the outbox step).
+    committed: bool,
+}
+
+impl Step {
+    /// Nothing to write: the event is ignored, or answered from the journal.
+    fn ignored(events: Vec<Event>) -> Self {
+        Self { events, committed: false }
+    }
+}
+
+/// A record to commit and what it is checked against.
+struct Write<'a> {
+    record: WorkflowRecord,
+    prev: Option<u64>,
+    lease: Option<&'a Lease>,
+    finished: bool,
+}
+
+/// The violation for a failed store call: a transaction violation (the dispatcher retries it)
+/// when the error is transient, an execution violation (a dead letter) when it is not.
+fn store_violation(error: &MemoryError, cause: TransactionCause, message: String) -> Violation {
+    if error.is_transient() { Violation::transaction(cause, message) } else { Violation::execution(message) }
 }
 
 impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
-    /// [`Memory::lock`] in a `Lock Simple Memory` span.
-    async fn lock(&self, id: &str, exec: &Execution) -> Result<Option<Lease>, MemoryError> {
-        let mut span = exec.memory(MemoryOp::Lock, id);
-        let lease = self.memory.lock(id).await;
-        if let Ok(None) = lease {
-            span.attributes(&[("arvo.memory.lock", "denied")]);
-        }
-        span.result(&lease);
-        lease
-    }
-
-    /// [`Memory::lookup`] (the record and the journaled answer to the event) in a
-    /// `Read Simple Memory` span.
-    async fn lookup(
+    /// [`Memory::acquire`] (the lease, the record and the journaled answer to the event) in a
+    /// `Acquire Simple Memory` span.
+    async fn acquire(
         &self,
         id: &str,
-        event_id: &str,
+        event: &Event,
+        lock: bool,
         exec: &Execution,
-    ) -> Result<Lookup<WorkflowRecord>, MemoryError> {
-        let mut span = exec.memory(MemoryOp::Read, id);
-        let found = self.memory.lookup(id, event_id).await;
-        if let Ok(found) = &found {
-            span.record_bytes(found.stored.as_ref().map(|s| &*s.record));
+    ) -> Result<Option<Acquired<WorkflowRecord>>, MemoryError> {
+        let mut span = exec.memory(MemoryOp::Acquire, id);
+        let found = self.memory.acquire(id, EventKey::of(event), lock).await;
+        match &found {
+            Ok(Some(found)) => span.record_bytes(found.stored.as_ref().map(|s| &*s.record)),
+            Ok(None) => span.attributes(&[("arvo.memory.lock", "denied")]),
+            Err(_) => {}
         }
         span.result(&found);
         found

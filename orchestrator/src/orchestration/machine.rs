@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::lifecycle::unix_ms;
+use crate::memory::unix_ms;
 use super::options::{Options, option_setters};
 use super::{CoreStep, Lifecycle, Locking, StepError, StepInput, StepOutput, WorkflowRecord};
 use crate::contract::{ContractKind, ContractVersion, Emits, VersionedContract};

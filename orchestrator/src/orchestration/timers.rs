@@ -38,17 +38,16 @@
 //! # }).unwrap();
 //! ```
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::{Clock, SystemClock, WorkflowRecord, wake_type};
-use crate::broker::{BrokerError, BrokerHandle};
+use super::{WorkflowRecord, wake_type};
+use crate::broker::BrokerHandle;
 use crate::event::{Event, EventError};
 use crate::memory::{Memory, MemoryError};
 use crate::subject::{Subject, SubjectError};
@@ -99,12 +98,9 @@ pub fn wake_event(subject: &str, due: SystemTime) -> Result<Event, TimerError> {
 /// Publishes the wake-ups of due workflows (see the [module documentation](self)).
 pub struct Timers<M> {
     memory: M,
-    clock: Arc<dyn Clock>,
     batch: usize,
     tick: Duration,
     resend_after: Duration,
-    /// Wake-ups published and not yet seen done: workflow → (due, published at).
-    sent: Mutex<HashMap<String, (SystemTime, SystemTime)>>,
 }
 
 impl<M> fmt::Debug for Timers<M> {
@@ -118,24 +114,12 @@ impl<M> fmt::Debug for Timers<M> {
 }
 
 impl<M: Memory<WorkflowRecord> + 'static> Timers<M> {
-    /// Timers over `memory`, on the wall clock, checking every 50 ms, at most 256 wake-ups per
-    /// pass, re-publishing a wake-up still due after 5 s (a lost delivery).
+    /// Timers over `memory`, checking every 50 ms, at most 256 wake-ups per pass, publishing a
+    /// wake-up again when it is still due 5 s later (a lost delivery). Due times are judged by
+    /// the store's clock, and each wake-up is claimed in the store while it is in flight
+    /// ([`Memory::claim_due`]), so several nodes over one store do not all publish it.
     pub fn new(memory: M) -> Self {
-        Self {
-            memory,
-            clock: Arc::new(SystemClock),
-            batch: 256,
-            tick: Duration::from_millis(50),
-            resend_after: Duration::from_secs(5),
-            sent: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Sets the clock (use the orchestrators' clock).
-    #[must_use]
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
+        Self { memory, batch: 256, tick: Duration::from_millis(50), resend_after: Duration::from_secs(5) }
     }
 
     /// Sets how often [`Timers::spawn`] checks for due workflows.
@@ -152,37 +136,24 @@ impl<M: Memory<WorkflowRecord> + 'static> Timers<M> {
         self
     }
 
-    /// Sets after how long a wake-up that is still due is published again.
+    /// Sets after how long a wake-up that is still due is published again (the claim's length).
     #[must_use]
     pub fn with_resend_after(mut self, after: Duration) -> Self {
         self.resend_after = after;
         self
     }
 
-    /// One pass: publishes, through `publish`, a wake-up for every workflow due now that was not
-    /// published recently. Returns how many were published. Stops early (without error) when
-    /// `publish` fails, e.g. on a full queue: the rest are published by a later pass.
-    pub async fn fire_due(
-        &self,
-        mut publish: impl FnMut(Event) -> Result<(), BrokerError>,
-    ) -> Result<usize, TimerError> {
-        let now = self.clock.now();
-        let due = self.memory.due(now, self.batch).await?;
-        let mut sent = self.sent.lock().unwrap_or_else(PoisonError::into_inner);
-        sent.retain(|id, _| due.iter().any(|w| &w.id == id));
+    /// One pass: claims the workflows due now and publishes, through `publish`, a wake-up for
+    /// each. Returns how many were published. Stops early (without error) when `publish` fails,
+    /// e.g. on a full queue: the rest are claimed, and published again once their claim lapses.
+    pub async fn fire_due<E>(&self, mut publish: impl FnMut(Event) -> Result<(), E>) -> Result<usize, TimerError> {
+        let due = self.memory.claim_due(self.batch, self.resend_after).await?;
         let mut published = 0;
         for wake in due {
-            if let Some((at, when)) = sent.get(&wake.id)
-                && *at == wake.at
-                && now.duration_since(*when).unwrap_or_default() < self.resend_after
-            {
-                continue;
-            }
             let event = wake_event(&wake.id, wake.at)?;
             if publish(event).is_err() {
                 break;
             }
-            sent.insert(wake.id, (wake.at, now));
             published += 1;
         }
         Ok(published)

@@ -73,6 +73,35 @@ pub trait Outbox: Send + Sync {
     ) -> impl Future<Output = Result<Vec<Pending>, MemoryError>> + Send;
 }
 
+/// A boxed `Send` future.
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Object-safe [`Outbox`]: every [`Outbox`] is a `DynOutbox`, so an outbox can be held as
+/// `Arc<dyn DynOutbox>` (see [`Lifecycle::with_outbox`](crate::orchestration::Lifecycle::with_outbox)).
+pub trait DynOutbox: Send + Sync {
+    /// See [`Outbox::advance`].
+    fn advance_dyn<'a>(
+        &'a self,
+        consumed: Option<&'a str>,
+        produced: &'a [Event],
+    ) -> BoxFuture<'a, Result<(), MemoryError>>;
+    /// See [`Outbox::pending`].
+    fn pending_dyn(&self, after: u64, limit: usize) -> BoxFuture<'_, Result<Vec<Pending>, MemoryError>>;
+}
+
+impl<O: Outbox> DynOutbox for O {
+    fn advance_dyn<'a>(
+        &'a self,
+        consumed: Option<&'a str>,
+        produced: &'a [Event],
+    ) -> BoxFuture<'a, Result<(), MemoryError>> {
+        Box::pin(self.advance(consumed, produced))
+    }
+    fn pending_dyn(&self, after: u64, limit: usize) -> BoxFuture<'_, Result<Vec<Pending>, MemoryError>> {
+        Box::pin(self.pending(after, limit))
+    }
+}
+
 impl<O: Outbox> Outbox for Arc<O> {
     async fn advance(&self, consumed: Option<&str>, produced: &[Event]) -> Result<(), MemoryError> {
         (**self).advance(consumed, produced).await

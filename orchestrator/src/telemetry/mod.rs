@@ -15,8 +15,9 @@
 //! attributes are arvo-core's `otelAttributes`: `cloudevents.event_id`, …, `"N/A"` for a missing
 //! value). Orchestrators add `arvo.parsed.subject.{orchestrator|resumable}.{name,version}`,
 //! `arvo.orchestration.status` (`active` / `done` / `failure`), child spans for each memory
-//! operation (`Lock Simple Memory`, `Read Simple Memory`, `Write Simple Memory`,
-//! `Unlock Simple Memory`, `Cleanup Simple Memory`, with `arvo.memory.id` and
+//! operation (`Acquire Simple Memory`: lease, record and journal lookup; `Commit Simple Memory`:
+//! write, journal, retention and release; `Unlock Simple Memory` when no commit released the
+//! lease; with `arvo.memory.id` and
 //! `arvo.memory.record.bytes`), and the statechart orchestrator `Resolve Machine` and
 //! `Execute Machine` child spans (with `arvo.machine.type` and `arvo.machine.version`).
 //!
@@ -112,11 +113,12 @@ pub(crate) enum ExecutionKind {
 /// A memory operation, for its child span.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum MemoryOp {
-    Lock,
-    Read,
-    Write,
+    /// Lease, record and journal lookup in one call ([`Memory::acquire`](crate::memory::Memory::acquire)).
+    Acquire,
+    /// Write, journal, retention and release in one call ([`Memory::commit`](crate::memory::Memory::commit)).
+    Commit,
+    /// Releasing a lease that no commit released.
     Unlock,
-    Cleanup,
 }
 
 #[cfg_attr(not(feature = "opentelemetry"), allow(dead_code))]
@@ -124,11 +126,9 @@ impl MemoryOp {
     /// The span name (Arvo's `TelemetredSimpleMachineMemory`).
     pub(crate) fn span_name(self) -> &'static str {
         match self {
-            Self::Lock => "Lock Simple Memory",
-            Self::Read => "Read Simple Memory",
-            Self::Write => "Write Simple Memory",
+            Self::Acquire => "Acquire Simple Memory",
+            Self::Commit => "Commit Simple Memory",
             Self::Unlock => "Unlock Simple Memory",
-            Self::Cleanup => "Cleanup Simple Memory",
         }
     }
 }
