@@ -58,6 +58,7 @@
 //! ```
 
 pub mod broker;
+pub mod clock;
 pub mod contract;
 pub mod dataschema;
 pub mod domain;

@@ -7,8 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use super::{
-    Acquired, Commit, EventKey, Journal, JournalRecord, Lease, Memory, MemoryError, Retention, Stored, Wake, check_id,
+    Acquired, Commit, EventKey, Journal, JournalRecord, Lease, Memory, MemoryError, Retention, Stored, Wake,
+    check_id,
 };
+use crate::clock::{Clock, SystemClock};
 use crate::event::Event;
 
 const SHARDS: usize = 16;
@@ -158,6 +160,8 @@ pub struct InMemory<R> {
     /// dropped and recreated.
     next_token: AtomicU64,
     config: InMemoryConfig,
+    /// The store's clock: leases, retention delays and due wake-ups are judged by it.
+    clock: Arc<dyn Clock>,
 }
 
 impl<R> Default for InMemory<R> {
@@ -181,7 +185,16 @@ impl<R> InMemory<R> {
             finished: Mutex::new(VecDeque::new()),
             next_token: AtomicU64::new(1),
             config,
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// Judges leases, retention delays and due wake-ups by `clock` instead of the wall clock
+    /// (give it the orchestrators' [`ManualClock`](crate::clock::ManualClock) in tests).
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The settings.
@@ -219,7 +232,7 @@ impl<R> InMemory<R> {
 
     /// Removes finished workflows whose retention time has passed.
     fn sweep(&self) {
-        let now = SystemTime::now();
+        let now = self.clock.now();
         loop {
             let due = {
                 let mut finished = self.finished.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -331,7 +344,7 @@ impl<R: Clone + Send + Sync + 'static> Memory<R> for InMemory<R> {
 
     async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
         check_id(id)?;
-        let now = SystemTime::now();
+        let now = self.clock.now();
         let mut shard = lock_shard(self.shard(id));
         let slot = shard.entry_ref(id).or_default();
         Ok(self.take_lease(slot, id, now))
@@ -339,7 +352,7 @@ impl<R: Clone + Send + Sync + 'static> Memory<R> for InMemory<R> {
 
     async fn renew(&self, lease: &Lease) -> Result<Lease, MemoryError> {
         check_id(&lease.id)?;
-        let now = SystemTime::now();
+        let now = self.clock.now();
         let mut shard = lock_shard(self.shard(&lease.id));
         let stale = || MemoryError::StaleLease { id: lease.id.clone(), token: lease.token };
         let slot = shard.get_mut(&lease.id).ok_or_else(stale)?;
@@ -363,7 +376,7 @@ impl<R: Clone + Send + Sync + 'static> Memory<R> for InMemory<R> {
                     // memory does not grow with events for workflows that are gone.
                     shard.remove(&lease.id);
                 }
-                Ok(expires > SystemTime::now())
+                Ok(expires > self.clock.now())
             }
             _ => Ok(false),
         }
@@ -376,7 +389,7 @@ impl<R: Clone + Send + Sync + 'static> Memory<R> for InMemory<R> {
         lock: bool,
     ) -> Result<Option<Acquired<R>>, MemoryError> {
         check_id(id)?;
-        let now = SystemTime::now();
+        let now = self.clock.now();
         let mut shard = lock_shard(self.shard(id));
         let lease = if lock {
             let slot = shard.entry_ref(id).or_default();
@@ -403,7 +416,7 @@ impl<R: Clone + Send + Sync + 'static> Memory<R> for InMemory<R> {
             return Err(MemoryError::Unsupported { what: "an outbox step (InMemory is no outbox)" });
         }
         let (id, finished) = (commit.id, commit.finished);
-        let now = SystemTime::now();
+        let now = self.clock.now();
         let version = {
             let mut shard = lock_shard(self.shard(id));
             let slot = shard.entry_ref(id).or_default();
@@ -430,7 +443,7 @@ impl<R: Clone + Send + Sync + 'static> Memory<R> for InMemory<R> {
     }
 
     async fn claim_due(&self, limit: usize, claim: Duration) -> Result<Vec<Wake>, MemoryError> {
-        let now = SystemTime::now();
+        let now = self.clock.now();
         let mut due: Vec<Wake> = Vec::new();
         for shard in &self.shards {
             let shard = lock_shard(shard);
@@ -452,7 +465,8 @@ impl<R: Clone + Send + Sync + 'static> Memory<R> for InMemory<R> {
             let mut shard = lock_shard(self.shard(&wake.id));
             match shard.get_mut(&wake.id) {
                 Some(slot)
-                    if slot.wake_at == Some(wake.at) && slot.claimed_until.is_none_or(|until| until <= now) =>
+                    if slot.wake_at == Some(wake.at)
+                        && slot.claimed_until.is_none_or(|until| until <= now) =>
                 {
                     slot.claimed_until = Some(now + claim);
                     true
@@ -465,7 +479,7 @@ impl<R: Clone + Send + Sync + 'static> Memory<R> for InMemory<R> {
 
     async fn cleanup(&self, id: &str) -> Result<(), MemoryError> {
         check_id(id)?;
-        let now = SystemTime::now();
+        let now = self.clock.now();
         {
             let mut shard = lock_shard(self.shard(id));
             self.retain(&mut shard, id, now);

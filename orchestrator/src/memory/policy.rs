@@ -47,7 +47,9 @@ pub fn unix_ms(t: SystemTime) -> u64 {
 
 /// Milliseconds since the Unix epoch back as a `SystemTime` (saturating at the far future).
 pub fn from_unix_ms(ms: u64) -> SystemTime {
-    UNIX_EPOCH.checked_add(Duration::from_millis(ms)).unwrap_or_else(|| UNIX_EPOCH + Duration::from_secs(u64::from(u32::MAX)))
+    UNIX_EPOCH
+        .checked_add(Duration::from_millis(ms))
+        .unwrap_or_else(|| UNIX_EPOCH + Duration::from_secs(u64::from(u32::MAX)))
 }
 
 /// The identity of a node (a process) that holds leases and claims: stores record it with each
@@ -65,7 +67,8 @@ impl NodeId {
 
     /// A fresh id for this process: `<host>-<pid>-<random>`.
     pub fn generate() -> Self {
-        let host = std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "node".to_owned());
+        let host =
+            std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "node".to_owned());
         let random = uuid::Uuid::new_v4().simple().to_string();
         Self(format!("{host}-{}-{}", std::process::id(), &random[..8]))
     }

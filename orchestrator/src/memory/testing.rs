@@ -48,7 +48,8 @@ where
     lock_is_a_single_attempt(&make(keep)).await;
     workflows_are_independent(&make(keep)).await;
     expired_lease_is_fenced(&make(Settings { lease_ttl: Duration::from_millis(300), ..keep })).await;
-    renewal_extends_a_current_lease_only(&make(Settings { lease_ttl: Duration::from_millis(400), ..keep })).await;
+    renewal_extends_a_current_lease_only(&make(Settings { lease_ttl: Duration::from_millis(400), ..keep }))
+        .await;
     concurrent_lockers_one_wins(Arc::new(make(keep))).await;
     concurrent_read_modify_write_loses_no_update(Arc::new(make(keep))).await;
     acquire_takes_the_lease_and_reads_in_one_call(&make(keep)).await;
@@ -220,7 +221,6 @@ async fn cleanup_leaves_other_workflows<M: Store>(m: &M) {
     );
 }
 
-
 async fn lock_is_a_single_attempt<M: Store>(m: &M) {
     let held = m.lock("single").await.expect("lock").expect("free");
     let started = Instant::now();
@@ -283,7 +283,8 @@ async fn commit_journals_and_releases_in_one_call<M: Store>(m: &M) {
     let entry = JournalEntry { at: SystemTime::now(), consumed: Some(&consumed), produced: &produced };
     let commit = Commit {
         release: true,
-        ..Commit::new("cj", "v1".to_owned(), None, WriteMeta { entry: Some(entry), ..meta("cj") }).lease(Some(&lease))
+        ..Commit::new("cj", "v1".to_owned(), None, WriteMeta { entry: Some(entry), ..meta("cj") })
+            .lease(Some(&lease))
     };
     assert_eq!(m.commit(commit).await.expect("commit"), 1);
     let next = m.lock("cj").await.expect("lock").expect("a commit with release frees the lease");
@@ -307,11 +308,19 @@ where
     let consumed = event("com.conformance.client", "h-1");
     let produced = vec![event("com.conformance.suite", "hp-1")];
     let entry = JournalEntry { at: SystemTime::now(), consumed: Some(&consumed), produced: &produced };
-    m.write("hist", &"v1".into(), None, None, &WriteMeta { entry: Some(entry), ..meta("hist") }).await.expect("write");
+    m.write("hist", &"v1".into(), None, None, &WriteMeta { entry: Some(entry), ..meta("hist") })
+        .await
+        .expect("write");
     let entry = JournalEntry { at: SystemTime::now(), consumed: None, produced: &[] };
-    m.write("hist", &"v2".into(), Some(1), None, &WriteMeta { entry: Some(entry), ..meta("hist") }).await.expect("write");
+    m.write("hist", &"v2".into(), Some(1), None, &WriteMeta { entry: Some(entry), ..meta("hist") })
+        .await
+        .expect("write");
     let history = m.history("hist", 0, 10).await.expect("history");
-    assert_eq!(history.iter().map(|e| e.version).collect::<Vec<_>>(), [1, 2], "one entry per journaled write");
+    assert_eq!(
+        history.iter().map(|e| e.version).collect::<Vec<_>>(),
+        [1, 2],
+        "one entry per journaled write"
+    );
     assert_eq!(history[0].record, "v1", "the journal keeps the record written");
     assert_eq!(history[0].consumed.as_ref().map(Event::id), Some("h-1"), "and the event consumed");
     assert_eq!(history[0].produced, produced, "and the events produced, in order");
@@ -356,7 +365,11 @@ async fn redelivery_is_answered_by_source_and_id<M: Store>(m: &M) {
         "idempotency: a redelivered event gets the events it produced the first time"
     );
     let acquired = m.acquire("idem", key, false).await.expect("acquire").expect("no lock");
-    assert_eq!(acquired.produced, Some(produced), "idempotency: acquire answers a redelivery from the journal");
+    assert_eq!(
+        acquired.produced,
+        Some(produced),
+        "idempotency: acquire answers a redelivery from the journal"
+    );
     let other_source = EventKey { source: "com.conformance.other", id: "same-id" };
     assert!(
         m.produced("idem", other_source).await.expect("produced").is_none(),
@@ -364,7 +377,10 @@ async fn redelivery_is_answered_by_source_and_id<M: Store>(m: &M) {
     );
     assert!(m.acquire("idem", other_source, false).await.expect("acquire").expect("read").produced.is_none());
     assert!(
-        m.produced("idem", EventKey { source: "com.conformance.client", id: "never" }).await.expect("produced").is_none(),
+        m.produced("idem", EventKey { source: "com.conformance.client", id: "never" })
+            .await
+            .expect("produced")
+            .is_none(),
         "an event never consumed has no answer"
     );
     assert!(m.produced("nobody", key).await.expect("produced").is_none(), "nor has an unknown workflow");
@@ -378,12 +394,22 @@ async fn due_wake_ups_are_claimed_once<M: Store>(m: &M) {
     let (early, late) = (now - Duration::from_secs(20), now - Duration::from_secs(10));
     m.write("w-late", &"x".into(), None, None, &with_wake("w-late", Some(late))).await.expect("write");
     m.write("w-early", &"x".into(), None, None, &with_wake("w-early", Some(early))).await.expect("write");
-    m.write("w-future", &"x".into(), None, None, &with_wake("w-future", Some(now + Duration::from_secs(3_600))))
-        .await
-        .expect("write");
+    m.write(
+        "w-future",
+        &"x".into(),
+        None,
+        None,
+        &with_wake("w-future", Some(now + Duration::from_secs(3_600))),
+    )
+    .await
+    .expect("write");
     m.write("w-none", &"x".into(), None, None, &with_wake("w-none", None)).await.expect("write");
     let ids = |due: Vec<super::Wake>| due.into_iter().map(|w| w.id).collect::<Vec<_>>();
-    assert_eq!(ids(m.claim_due(1, claim).await.expect("claim")), ["w-early"], "earliest first, within the limit");
+    assert_eq!(
+        ids(m.claim_due(1, claim).await.expect("claim")),
+        ["w-early"],
+        "earliest first, within the limit"
+    );
     assert_eq!(
         ids(m.claim_due(10, claim).await.expect("claim")),
         ["w-late"],
@@ -392,7 +418,11 @@ async fn due_wake_ups_are_claimed_once<M: Store>(m: &M) {
     assert!(m.claim_due(10, claim).await.expect("claim").is_empty(), "both are claimed now");
     // A write replaces the wake-up and ends its claim.
     m.write("w-late", &"y".into(), Some(1), None, &with_wake("w-late", Some(late))).await.expect("write");
-    assert_eq!(ids(m.claim_due(10, claim).await.expect("claim")), ["w-late"], "a rewritten wake-up is claimable");
+    assert_eq!(
+        ids(m.claim_due(10, claim).await.expect("claim")),
+        ["w-late"],
+        "a rewritten wake-up is claimable"
+    );
     m.write("w-late", &"z".into(), Some(2), None, &with_wake("w-late", None)).await.expect("write");
     tokio::time::sleep(claim + Duration::from_millis(100)).await;
     assert_eq!(
@@ -482,7 +512,11 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_store_that_skips_idempotency_fails_the_suite() {
         let run = tokio::spawn(conformance(|s| {
-            Forgetful(InMemory::new(InMemoryConfig { lease_ttl: s.lease_ttl, retention: s.retention, journal: true }))
+            Forgetful(InMemory::new(InMemoryConfig {
+                lease_ttl: s.lease_ttl,
+                retention: s.retention,
+                journal: true,
+            }))
         }));
         let failure = run.await.expect_err("the suite must fail a store without idempotent redelivery");
         let message = failure.into_panic();

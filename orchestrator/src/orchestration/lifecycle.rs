@@ -16,8 +16,8 @@ use crate::emit::{
 use crate::event::Event;
 use crate::handler::EventHandler;
 use crate::memory::{
-    Acquired, Commit, EventKey, JournalEntry, Lease, Materialized, Memory, MemoryError, OutboxStep, Stored, WriteMeta,
-    unix_ms,
+    Acquired, Commit, EventKey, JournalEntry, Lease, Materialized, Memory, MemoryError, OutboxStep, Stored,
+    WriteMeta, unix_ms,
 };
 use crate::outbox::DynOutbox;
 use crate::subject::Subject;
@@ -259,7 +259,9 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         };
         match record {
             Some(r) if r.is_failed() || r.done => return Ok(Step::ignored(Vec::new())),
-            Some(r) if r.last_event_id.as_deref() == Some(event.id()) => return Ok(Step::ignored(Vec::new())),
+            Some(r) if r.last_event_id.as_deref() == Some(event.id()) => {
+                return Ok(Step::ignored(Vec::new()));
+            }
             // A second init of a running workflow (another event with the init's type) starts
             // nothing and writes nothing.
             Some(_) if is_init => return Ok(Step::ignored(Vec::new())),
@@ -371,7 +373,10 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             Some(_) => {
                 let produced = meta.entry.map_or(&[][..], |entry| entry.produced);
                 in_flight = produced.iter().filter(|e| e.domain().is_none()).cloned().collect();
-                Some(OutboxStep { consumed: meta.entry.and_then(|e| e.consumed).map(Event::id), produced: &in_flight })
+                Some(OutboxStep {
+                    consumed: meta.entry.and_then(|e| e.consumed).map(Event::id),
+                    produced: &in_flight,
+                })
             }
             None => None,
         };

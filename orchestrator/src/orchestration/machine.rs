@@ -8,7 +8,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::memory::unix_ms;
 use super::options::{Options, option_setters};
 use super::{CoreStep, Lifecycle, Locking, StepError, StepInput, StepOutput, WorkflowRecord};
 use crate::contract::{ContractKind, ContractVersion, Emits, VersionedContract};
@@ -17,6 +16,7 @@ use crate::event::Event;
 use crate::handler::EventHandler;
 use crate::machine::{Machine, MachineError, MachineInstance, ServiceRequest, Snapshot};
 use crate::memory::Memory;
+use crate::memory::unix_ms;
 use crate::subject::Subject;
 use crate::telemetry;
 use crate::violation::Violation;
@@ -36,6 +36,7 @@ trait ErasedMachine: Send + Sync + 'static {
     fn name(&self) -> &'static str;
     fn contract(&self) -> &'static VersionedContract;
     fn complete_type(&self) -> &'static str;
+    fn services(&self) -> Vec<&'static VersionedContract>;
     fn run(&self, input: &StepInput<'_>) -> Result<Stepped, StepError>;
 }
 
@@ -55,6 +56,10 @@ impl<M: Machine> ErasedMachine for Erased<M> {
 
     fn contract(&self) -> &'static VersionedContract {
         <M::Contract as ContractVersion>::versioned()
+    }
+
+    fn services(&self) -> Vec<&'static VersionedContract> {
+        M::services().into_iter().map(|s| s.contract).collect()
     }
 
     fn complete_type(&self) -> &'static str {
@@ -134,6 +139,17 @@ impl fmt::Debug for MachineCore {
 }
 
 impl MachineCore {
+    /// The contracts of the services the machines call (each once, in declaration order).
+    pub fn services(&self) -> Vec<&'static VersionedContract> {
+        let mut services: Vec<&'static VersionedContract> = Vec::new();
+        for service in self.machines.iter().flat_map(|m| m.services()) {
+            if !services.iter().any(|s| std::ptr::eq(*s, service)) {
+                services.push(service);
+            }
+        }
+        services
+    }
+
     /// The versions of the self contract the machines implement, in registration order.
     pub fn versions(&self) -> Vec<&'static str> {
         self.machines.iter().map(|m| m.contract().version_str()).collect()
@@ -385,6 +401,11 @@ impl<Mem: Memory<WorkflowRecord> + 'static> Orchestrator<Mem> {
     /// The versions of the self contract served, in registration order.
     pub fn versions(&self) -> Vec<&'static str> {
         self.inner.core().versions()
+    }
+
+    /// The contracts of the services its machines call.
+    pub fn services(&self) -> Vec<&'static VersionedContract> {
+        self.inner.core().services()
     }
 }
 

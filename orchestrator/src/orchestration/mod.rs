@@ -10,13 +10,17 @@
 //! |---|---|---|
 //! | 1 | parse the subject as an orchestration subject | [`Violation::Execution`] "Invalid event (id=…) subject format…" |
 //! | 2 | the subject's orchestrator name ≠ the handler source | `Ok([])` (another orchestrator's event) |
-//! | 3 | lock the workflow ([`Locking::Always`], the default) | denied → [`Violation::Transaction`] `LOCK_UNACQUIRED`; error → `LOCK_FAILURE` |
-//! | 4 | read the [`WorkflowRecord`] | error → `READ_FAILURE` |
-//! | 5 | failure latch set, workflow done, or the event is the last one consumed | `Ok([])` |
+//! | 3 | [`Memory::acquire`](crate::memory::Memory::acquire): one attempt at the lease ([`Locking::Always`], the default), the [`WorkflowRecord`] and the journal's answer to the event, in one call | denied → [`Violation::Transaction`] `LOCK_UNACQUIRED` (the dispatcher retries it later); error → `LOCK_FAILURE` |
+//! | 4 | the workflow already consumed this event (same source and id) | the events it produced then, without running |
+//! | 5 | failure latch set, workflow done, the event is the last one consumed, or a second init of a running workflow | `Ok([])`, nothing written |
 //! | 6 | no record and not an init event | `Ok([])` |
 //! | 7 | the [`CoreStep`] | a violation is returned, nothing is persisted |
-//! | 8 | write the new record, compare-and-swap against the version read (`None` for a new workflow), fenced by the lease | error → `WRITE_FAILURE` |
-//! | 9 | unlock (always; errors are ignored: leases expire) and, once done, [`Memory::cleanup`](crate::memory::Memory::cleanup) | — |
+//! | 8 | [`Memory::commit`](crate::memory::Memory::commit): compare-and-swap against the version read (`None` for a new workflow), fenced by the lease, with the journal entry, the next wake-up, the retention of a finished workflow, the outbox step ([`Lifecycle::with_outbox`]) and the release of the lease, in one call | error → `WRITE_FAILURE` |
+//! | 9 | when nothing was committed: release the lease (errors are ignored: leases expire) | — |
+//!
+//! A store error that a retry may cure ([`MemoryError::is_transient`](crate::memory::MemoryError::is_transient))
+//! is a transaction violation, which the runtime's dispatcher retries with backoff; any other is
+//! an execution violation (a dead letter). A step therefore costs two store round trips.
 //!
 //! An ordinary failure of the core step ([`StepError::Failure`]) writes the **failure latch**
 //! against the version read (so an optimistic backend cannot lose it, unlike Arvo's bug 4) and
@@ -34,15 +38,14 @@
 //!   when its output is empty (Arvo's bug 3).
 //! * A failed write of the failure latch is a `WRITE_FAILURE` violation (the deliverer retries)
 //!   instead of a log line.
-//! * Idempotency: an event whose id equals the record's last consumed event id is ignored, and a
-//!   finished workflow ignores everything. This makes an immediate redelivery harmless; the full
-//!   idempotency journal (returning the events originally produced for a redelivered event)
-//!   comes with the durable store. A backend whose retention removes finished workflows
-//!   ([`Retention::Remove`](crate::memory::Retention::Remove)) forgets them: a redelivered init
-//!   event then starts a new workflow; keep finished records ([`Retention::Keep`](crate::memory::Retention::Keep)
-//!   or [`RemoveAfter`](crate::memory::Retention::RemoveAfter)) for as long as redeliveries can happen.
+//! * Idempotency: an event the workflow already consumed (the same `source` and `id`, as
+//!   CloudEvents defines uniqueness) gets the events it produced the first time, from the
+//!   journal, without running again; an event that reuses an id from another source is another
+//!   event. A finished workflow ignores everything. A store whose retention removes finished
+//!   workflows ([`Retention::Remove`](crate::memory::Retention::Remove)) forgets them: a
+//!   redelivered init event then starts a new workflow, so every store keeps finished workflows
+//!   by default ([`Retention::Keep`](crate::memory::Retention::Keep)).
 
-mod clock;
 pub mod history;
 mod lifecycle;
 mod machine;
@@ -57,7 +60,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use lifecycle::{Lifecycle, wake_type};
 pub use machine::{MachineCore, Orchestrator, OrchestratorBuilder};
 pub use resumable::{Resumable, ResumableBuilder};

@@ -8,6 +8,7 @@ use super::{Clock, CoreStep, Lifecycle, Locking, SystemClock, WorkflowRecord};
 use crate::domain::Domain;
 use crate::emit::DEFAULT_SYSTEM_ERROR_DOMAINS;
 use crate::memory::Memory;
+use crate::outbox::DynOutbox;
 use crate::telemetry::Telemetry;
 
 /// Locking, execution units and the default domains of what an orchestrator emits.
@@ -20,6 +21,7 @@ pub(super) struct Options {
     pub(super) system_error_domains: Vec<Domain>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) telemetry: Telemetry,
+    pub(super) outbox: Option<Arc<dyn DynOutbox>>,
 }
 
 impl Default for Options {
@@ -32,6 +34,7 @@ impl Default for Options {
             system_error_domains: DEFAULT_SYSTEM_ERROR_DOMAINS.to_vec(),
             clock: Arc::new(SystemClock),
             telemetry: Telemetry::default(),
+            outbox: None,
         }
     }
 }
@@ -55,12 +58,16 @@ impl Options {
         memory: M,
         executionunits: Option<Number>,
     ) -> Lifecycle<S, M> {
-        Lifecycle::new(core, memory)
+        let lifecycle = Lifecycle::new(core, memory)
             .with_locking(self.locking)
             .with_executionunits(executionunits)
             .with_system_error_domains(self.system_error_domains.clone())
             .with_clock(Arc::clone(&self.clock))
-            .with_telemetry(self.telemetry.clone())
+            .with_telemetry(self.telemetry.clone());
+        match &self.outbox {
+            Some(outbox) => lifecycle.with_outbox(Arc::clone(outbox)),
+            None => lifecycle,
+        }
     }
 }
 
@@ -100,6 +107,15 @@ macro_rules! option_setters {
         #[must_use]
         pub fn clock(mut self, clock: std::sync::Arc<dyn crate::orchestration::Clock>) -> Self {
             self.options.clock = clock;
+            self
+        }
+
+        /// Moves events through `outbox`, the orchestrator's own store (see
+        /// [`Lifecycle::with_outbox`](crate::orchestration::Lifecycle::with_outbox)): each
+        /// commit takes the outbox step in the same transaction as the state.
+        #[must_use]
+        pub fn outbox(mut self, outbox: std::sync::Arc<dyn crate::outbox::DynOutbox>) -> Self {
+            self.options.outbox = Some(outbox);
             self
         }
 

@@ -146,7 +146,10 @@ impl<M: Memory<WorkflowRecord> + 'static> Timers<M> {
     /// One pass: claims the workflows due now and publishes, through `publish`, a wake-up for
     /// each. Returns how many were published. Stops early (without error) when `publish` fails,
     /// e.g. on a full queue: the rest are claimed, and published again once their claim lapses.
-    pub async fn fire_due<E>(&self, mut publish: impl FnMut(Event) -> Result<(), E>) -> Result<usize, TimerError> {
+    pub async fn fire_due<E>(
+        &self,
+        mut publish: impl FnMut(Event) -> Result<(), E>,
+    ) -> Result<usize, TimerError> {
         let due = self.memory.claim_due(self.batch, self.resend_after).await?;
         let mut published = 0;
         for wake in due {

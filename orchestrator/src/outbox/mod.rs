@@ -89,6 +89,12 @@ pub trait DynOutbox: Send + Sync {
     fn pending_dyn(&self, after: u64, limit: usize) -> BoxFuture<'_, Result<Vec<Pending>, MemoryError>>;
 }
 
+impl std::fmt::Debug for dyn DynOutbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("dyn DynOutbox")
+    }
+}
+
 impl<O: Outbox> DynOutbox for O {
     fn advance_dyn<'a>(
         &'a self,

@@ -1,4 +1,5 @@
-//! [`Clock`]: where the lifecycle reads the time (wall clock by default, settable in tests).
+//! [`Clock`]: where the lifecycle and the in-memory store read the time (the wall clock by
+//! default, settable in tests and simulations).
 
 use std::fmt;
 use std::sync::Mutex;
