@@ -222,12 +222,9 @@ async fn a_workflow_is_one_trace_across_the_broker() {
     for span in [start, resume] {
         let kids = children(&spans, span);
         let names: Vec<&str> = kids.iter().map(|s| &*s.name).collect();
-        for expected in [
-            "Acquire Simple Memory",
-            "Resolve Machine",
-            "Execute Machine",
-            "Commit Simple Memory",
-        ] {
+        for expected in
+            ["Acquire Simple Memory", "Resolve Machine", "Execute Machine", "Commit Simple Memory"]
+        {
             assert!(names.contains(&expected), "{expected} under {}: {names:?}", span.name);
         }
         for kid in kids.iter().filter(|s| s.name.ends_with("Simple Memory")) {
@@ -243,7 +240,8 @@ async fn a_workflow_is_one_trace_across_the_broker() {
     }
     // A step costs two store calls: acquire and commit (which also releases the lease).
     for span in [start, resume] {
-        let memory_ops = children(&spans, span).into_iter().filter(|s| s.name.ends_with("Simple Memory")).count();
+        let memory_ops =
+            children(&spans, span).into_iter().filter(|s| s.name.ends_with("Simple Memory")).count();
         assert_eq!(memory_ops, 2, "one acquire and one commit under {}", span.name);
     }
     let reads = children(&spans, resume).into_iter().filter(|s| s.name == "Acquire Simple Memory");

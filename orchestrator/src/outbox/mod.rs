@@ -108,6 +108,16 @@ impl<O: Outbox> DynOutbox for O {
     }
 }
 
+impl Outbox for Arc<dyn DynOutbox> {
+    async fn advance(&self, consumed: Option<&str>, produced: &[Event]) -> Result<(), MemoryError> {
+        (**self).advance_dyn(consumed, produced).await
+    }
+
+    async fn pending(&self, after: u64, limit: usize) -> Result<Vec<Pending>, MemoryError> {
+        (**self).pending_dyn(after, limit).await
+    }
+}
+
 impl<O: Outbox> Outbox for Arc<O> {
     async fn advance(&self, consumed: Option<&str>, produced: &[Event]) -> Result<(), MemoryError> {
         (**self).advance(consumed, produced).await

@@ -396,6 +396,11 @@ impl<Mem: Memory<WorkflowRecord> + 'static> Resumable<Mem> {
     pub fn versions(&self) -> Vec<&'static str> {
         self.inner.core().versions()
     }
+
+    /// The contracts of the services it declared.
+    pub fn services(&self) -> Vec<&'static VersionedContract> {
+        self.inner.core().services().to_vec()
+    }
 }
 
 impl<Mem: Memory<WorkflowRecord> + 'static> EventHandler for Resumable<Mem> {

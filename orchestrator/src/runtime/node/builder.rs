@@ -1,0 +1,373 @@
+//! [`NodeBuilder`]: what a [`Node`] runs, checked before it starts.
+
+use std::fmt;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use super::clients::{ClientSink, Completions};
+use super::{MissingService, Node, NodeError};
+use crate::contract::VersionedContract;
+use crate::event::Event;
+use crate::handler::{DynEventHandler, EventHandler};
+use crate::memory::Memory;
+use crate::orchestration::timers::Timers;
+use crate::orchestration::{OrchestratorBuilder, ResumableBuilder, WorkflowRecord};
+use crate::outbox::{DynOutbox, Outbox, Outboxed};
+use crate::runtime::{DeadLetter, DeadLetters, Dispatcher, DomainedEvent, RetryPolicy};
+use crate::transport::{InProcessConfig, InProcessTransport, Topics, Transport};
+
+/// How a node delivers durable timers (see [`crate::orchestration::timers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerSettings {
+    /// How often the store is asked for due wake-ups (default 50 ms).
+    pub tick: Duration,
+    /// The most wake-ups claimed per pass (default 256).
+    pub batch: usize,
+    /// How long a wake-up stays claimed: it is published again if still due after that
+    /// (default 5 s).
+    pub resend_after: Duration,
+}
+
+impl Default for TimerSettings {
+    fn default() -> Self {
+        Self { tick: Duration::from_millis(50), batch: 256, resend_after: Duration::from_secs(5) }
+    }
+}
+
+/// A workflow handler to build, and the services it calls.
+type Workflow = Box<dyn FnOnce(Option<Arc<dyn DynOutbox>>) -> Result<Built, NodeError> + Send>;
+
+/// A built workflow handler.
+struct Built {
+    handler: Arc<dyn DynEventHandler>,
+    services: Vec<&'static VersionedContract>,
+}
+
+/// Declares a [`Node`]: its store, transport, handlers and settings. Nothing runs until
+/// [`NodeBuilder::build`], which checks the declaration first.
+#[must_use]
+pub struct NodeBuilder<M, T> {
+    store: Arc<M>,
+    transport: T,
+    subscribe_all: bool,
+    outbox: Option<Arc<dyn DynOutbox>>,
+    services: Vec<Arc<dyn DynEventHandler>>,
+    workflows: Vec<Workflow>,
+    remote: Vec<String>,
+    clients: Vec<String>,
+    workers: usize,
+    retry: RetryPolicy,
+    dead_letters: Option<DeadLetters>,
+    on_domained: Option<crate::runtime::DomainedFn<Arc<T>>>,
+    timers: Option<TimerSettings>,
+}
+
+impl<M, T> fmt::Debug for NodeBuilder<M, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NodeBuilder")
+            .field("services", &self.services.iter().map(|h| h.source_dyn().to_owned()).collect::<Vec<_>>())
+            .field("workflows", &self.workflows.len())
+            .field("remote", &self.remote)
+            .field("clients", &self.clients)
+            .field("workers", &self.workers)
+            .field("durable", &self.outbox.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M: Memory<WorkflowRecord> + 'static> NodeBuilder<M, InProcessTransport> {
+    pub(super) fn new(store: Arc<M>) -> Self {
+        Self {
+            store,
+            transport: InProcessTransport::new(InProcessConfig::default())
+                .unwrap_or_else(|_| unreachable!("the default in-process settings are valid")),
+            subscribe_all: true,
+            outbox: None,
+            services: Vec::new(),
+            workflows: Vec::new(),
+            remote: Vec::new(),
+            clients: Vec::new(),
+            workers: std::thread::available_parallelism().map_or(1, NonZeroUsize::get).max(1) * 4,
+            retry: RetryPolicy::default(),
+            dead_letters: None,
+            on_domained: None,
+            timers: Some(TimerSettings::default()),
+        }
+    }
+
+    /// Runs on an in-process transport with these settings (capacity, publish timeout).
+    pub fn in_process(mut self, config: InProcessConfig) -> Result<Self, NodeError> {
+        self.transport = InProcessTransport::new(config)?;
+        Ok(self)
+    }
+}
+
+impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
+    /// Runs on `transport` instead of the in-process one. The node then receives only the
+    /// topics of its handlers: events for other topics are left to the processes that handle
+    /// them.
+    pub fn transport<T2: Transport>(self, transport: T2) -> NodeBuilder<M, T2> {
+        NodeBuilder {
+            store: self.store,
+            transport,
+            subscribe_all: false,
+            outbox: self.outbox,
+            services: self.services,
+            workflows: self.workflows,
+            remote: self.remote,
+            clients: self.clients,
+            workers: self.workers,
+            retry: self.retry,
+            dead_letters: self.dead_letters,
+            on_domained: None,
+            timers: self.timers,
+        }
+    }
+
+    /// Moves every event through the store's outbox, so that a crash loses nothing: the init
+    /// events [`Node::start`] publishes, what each handler produces (an orchestrator's step
+    /// commits its outbox step with its state, in one transaction), and, when the node starts,
+    /// what a previous run left in flight is published again.
+    pub fn durable(mut self) -> Self
+    where
+        M: Outbox,
+    {
+        self.outbox = Some(Arc::clone(&self.store) as Arc<dyn DynOutbox>);
+        self
+    }
+
+    /// Registers a service handler on its topic ([`EventHandler::source`]).
+    pub fn service(mut self, handler: impl EventHandler) -> Self {
+        self.services.push(Arc::new(handler));
+        self
+    }
+
+    /// Registers a statechart orchestrator (its machines; the node adds the outbox when it is
+    /// durable). Build it over the node's store.
+    pub fn orchestrator(mut self, orchestrator: OrchestratorBuilder<Arc<M>>) -> Self {
+        self.workflows.push(Box::new(move |outbox| {
+            let orchestrator = match outbox {
+                Some(outbox) => orchestrator.outbox(outbox),
+                None => orchestrator,
+            };
+            let orchestrator = orchestrator.build()?;
+            let services = orchestrator.services();
+            Ok(Built { handler: Arc::new(orchestrator), services })
+        }));
+        self
+    }
+
+    /// Registers a resumable (the node adds the outbox when it is durable). Build it over the
+    /// node's store.
+    pub fn resumable(mut self, resumable: ResumableBuilder<Arc<M>>) -> Self {
+        self.workflows.push(Box::new(move |outbox| {
+            let resumable = match outbox {
+                Some(outbox) => resumable.outbox(outbox),
+                None => resumable,
+            };
+            let resumable = resumable.build()?;
+            let services = resumable.services();
+            Ok(Built { handler: Arc::new(resumable), services })
+        }));
+        self
+    }
+
+    /// Declares that another process handles `topic` (a service or orchestrator this node's
+    /// workflows call), so [`NodeBuilder::build`] does not ask for a handler here.
+    pub fn remote(mut self, topic: impl Into<String>) -> Self {
+        self.remote.push(topic.into());
+        self
+    }
+
+    /// Declares a client topic: workflows started from it (their init's `source`) send their
+    /// completion there, and this node keeps it for [`Node::wait`].
+    pub fn client(mut self, topic: impl Into<String>) -> Self {
+        self.clients.push(topic.into());
+        self
+    }
+
+    /// How many deliveries are handled at once (default: 4 per CPU). At least 1.
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers.max(1);
+        self
+    }
+
+    /// How transient failures are retried (default [`RetryPolicy::default`]).
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sends dead letters to `f` (after logging them) instead of keeping the last 10,000.
+    pub fn on_dead_letter(mut self, f: impl Fn(DeadLetter) + Send + Sync + 'static) -> Self {
+        self.dead_letters = Some(DeadLetters::callback(Arc::new(f)));
+        self
+    }
+
+    /// Sends produced events that carry a domain to `f`, with the transport to reply through,
+    /// instead of keeping them.
+    pub fn on_domained<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(DomainedEvent, Arc<T>) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.on_domained = Some(Arc::new(move |domained, transport| Box::pin(f(domained, transport))));
+        self
+    }
+
+    /// Sets how durable timers are delivered (on by default).
+    pub fn timers(mut self, settings: TimerSettings) -> Self {
+        self.timers = Some(settings);
+        self
+    }
+
+    /// Delivers no durable timers from this node (another node over the same store does).
+    pub fn without_timers(mut self) -> Self {
+        self.timers = None;
+        self
+    }
+
+    /// Checks the declaration and starts the node: every service a registered orchestrator or
+    /// resumable calls must have a handler here or be declared remote
+    /// ([`NodeError::MissingServices`] lists all that do not), no two handlers share a topic.
+    /// Then, on a durable node, what a previous run left in the outbox is published again; the
+    /// workers and the timers start.
+    pub async fn build(self) -> Result<Node<M, T>, NodeError> {
+        tokio::runtime::Handle::try_current().map_err(|_| NodeError::NoRuntime)?;
+        let outbox = self.outbox.clone();
+        let mut handlers: Vec<Arc<dyn DynEventHandler>> = Vec::new();
+        let mut workflows = Vec::new();
+        for workflow in self.workflows {
+            let built = workflow(outbox.clone())?;
+            workflows.push((built.handler.source_dyn().to_owned(), built.services));
+            handlers.push(built.handler);
+        }
+        let completions = Arc::new(Completions::default());
+        let sinks = self.clients.iter().map(|topic| {
+            Arc::new(ClientSink { topic: topic.clone(), completions: Arc::clone(&completions) })
+                as Arc<dyn DynEventHandler>
+        });
+        for handler in self.services.into_iter().chain(sinks) {
+            handlers.push(match &outbox {
+                // Each event the handler consumes leaves the outbox with what it produced.
+                Some(outbox) => Arc::new(Outboxed::new(handler, Arc::clone(outbox))),
+                None => handler,
+            });
+        }
+        check_services(&handlers, &workflows, &self.remote)?;
+
+        let mut dispatcher = Dispatcher::new(handlers)?.with_retry(self.retry);
+        if let Some(dead_letters) = self.dead_letters {
+            dispatcher = dispatcher.with_dead_letters(dead_letters);
+        }
+        if let Some(on_domained) = self.on_domained {
+            dispatcher = dispatcher.with_on_domained(on_domained);
+        }
+        let dispatcher = Arc::new(dispatcher);
+        let transport = Arc::new(self.transport);
+        // Read what a previous run left in flight before any worker produces more.
+        let left = match &outbox {
+            Some(outbox) => in_flight(&**outbox).await?,
+            None => Vec::new(),
+        };
+        let topics = if self.subscribe_all {
+            Topics::All
+        } else {
+            Topics::Only(dispatcher.topics().map(str::to_owned).collect())
+        };
+        let workers = dispatcher.spawn_workers(&*transport, topics, self.workers, Arc::clone(&transport)).await?;
+        let recovered = left.len();
+        for batch in left.chunks(256) {
+            transport.publish(batch.to_vec()).await?;
+        }
+        let timers = self.timers.map(|settings| spawn_timers(Arc::clone(&self.store), Arc::clone(&transport), settings));
+        Ok(Node {
+            store: self.store,
+            transport,
+            outbox,
+            dispatcher,
+            completions,
+            clients: self.clients,
+            workers: Mutex::new(workers),
+            timers: Mutex::new(timers),
+            recovered,
+        })
+    }
+}
+
+/// Every service a workflow calls that no handler takes and is not remote.
+fn check_services(
+    handlers: &[Arc<dyn DynEventHandler>],
+    workflows: &[(String, Vec<&'static VersionedContract>)],
+    remote: &[String],
+) -> Result<(), NodeError> {
+    let handled = |topic: &str| handlers.iter().any(|h| h.source_dyn() == topic) || remote.iter().any(|r| r == topic);
+    let mut missing = Vec::new();
+    for (orchestrator, services) in workflows {
+        for service in services {
+            let topic = service.accepts().event_type();
+            if !handled(topic) && !missing.iter().any(|m: &MissingService| m.service == topic) {
+                missing.push(MissingService { orchestrator: orchestrator.clone(), service: topic.to_owned() });
+            }
+        }
+    }
+    if missing.is_empty() { Ok(()) } else { Err(NodeError::MissingServices(missing)) }
+}
+
+/// Every event in the outbox, oldest first.
+async fn in_flight(outbox: &dyn DynOutbox) -> Result<Vec<Event>, NodeError> {
+    const PAGE: usize = 1_024;
+    let mut events = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = outbox.pending_dyn(after, PAGE).await?;
+        let full = page.len() == PAGE;
+        if let Some(last) = page.last() {
+            after = last.seq;
+        }
+        events.extend(page.into_iter().map(|p| p.event));
+        if !full {
+            return Ok(events);
+        }
+    }
+}
+
+/// The timer task: claims due wake-ups from the store and publishes them, every tick.
+fn spawn_timers<M: Memory<WorkflowRecord> + 'static, T: Transport>(
+    store: Arc<M>,
+    transport: Arc<T>,
+    settings: TimerSettings,
+) -> (Arc<Notify>, JoinHandle<()>) {
+    let stop = Arc::new(Notify::new());
+    let stopped = Arc::clone(&stop);
+    let timers = Timers::new(store).with_batch(settings.batch).with_resend_after(settings.resend_after);
+    let join = tokio::spawn(async move {
+        loop {
+            let mut due = Vec::new();
+            match timers.fire_due(|event| {
+                due.push(event);
+                Ok::<(), ()>(())
+            })
+            .await
+            {
+                Ok(_) if !due.is_empty() => {
+                    if let Err(e) = transport.publish(due).await {
+                        // Still claimed: published again once the claim lapses.
+                        tracing::warn!(error = %e, "publishing due wake-ups failed");
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "reading due wake-ups failed"),
+            }
+            tokio::select! {
+                () = stopped.notified() => break,
+                () = tokio::time::sleep(settings.tick) => {}
+            }
+        }
+    });
+    (stop, join)
+}

@@ -1,0 +1,213 @@
+//! [`Node`]: one call wires a store, a transport, service handlers, orchestrators, resumables,
+//! durable timers and recovery, and returns a handle to start workflows, await them, read their
+//! status and shut down.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap().block_on(async {
+//! use std::sync::Arc;
+//! use orchestrator::memory::InMemory;
+//! use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
+//! use orchestrator::prelude::*;
+//! use orchestrator::runtime::{Node, WorkflowStatus};
+//! # use orchestrator::handler::ServiceHandler;
+//! # #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+//! # pub struct Operands { pub a: f64, pub b: f64 }
+//! # #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+//! # pub struct Sum { pub sum: f64 }
+//! # #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+//! # pub struct Pair { pub values: [f64; 2] }
+//! # #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+//! # pub struct Total { pub total: f64 }
+//! # orchestrator::simple_contract! {
+//! #     pub contract Add { uri: "#/calc/add", type: "calc.add",
+//! #         versions: { AddV1 = "1.0.0" { accepts: Operands, emits: Sum } } }
+//! # }
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Adder { uri: "#/orc/adder", name: "adder",
+//! #         versions: { AdderV1 = "1.0.0" { init: Pair, complete: Total } } }
+//! # }
+//! # #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+//! # pub struct Ctx { pub values: [f64; 2], pub total: f64 }
+//! # orchestrator::machine! {
+//! #     pub machine AdderFlow {
+//! #         contract: AdderV1,
+//! #         services: { add: AddV1 },
+//! #         context: Ctx,
+//! #         init: |input: &Pair| Ctx { values: input.values, total: 0.0 },
+//! #         output: |ctx: &Ctx| Total { total: ctx.total },
+//! #         states: {
+//! #             adding: {
+//! #                 entry: [|ctx, _, out| out.add(Operands { a: ctx.values[0], b: ctx.values[1] })],
+//! #                 on: { add::Sum => { target: done, actions: [|ctx, event, _| {
+//! #                     if let AdderFlowEvent::AddSum(s) = event { ctx.total = s.sum }
+//! #                 }] } },
+//! #             },
+//! #             done: { type: final },
+//! #         },
+//! #     }
+//! # }
+//! let add = ServiceHandler::builder::<AddV1>()
+//!     .version::<AddV1, _, _>(|input| async move { Ok(Sum { sum: input.data.a + input.data.b }) })
+//!     .build()?;
+//! let store = Arc::new(InMemory::<WorkflowRecord>::default());
+//! let node = Node::builder(Arc::clone(&store))
+//!     .service(add)
+//!     .orchestrator(Orchestrator::builder(Arc::clone(&store)).machine::<AdderFlow>())
+//!     .client("com.example.client")
+//!     .build()
+//!     .await?;
+//! let init = EventFactory::<AdderV1>::new()
+//!     .init(Pair { values: [2.0, 3.0] }, Event::builder().source("com.example.client"))?;
+//! let done = node.run(init.clone()).await?;
+//! assert_eq!(done.data()["total"], 5.0);
+//! assert_eq!(node.status(init.subject()).await?, Some(WorkflowStatus::Done));
+//! node.shutdown().await;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+
+mod builder;
+mod clients;
+mod error;
+mod status;
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+pub use builder::{NodeBuilder, TimerSettings};
+pub use error::{MissingService, NodeError};
+pub use status::WorkflowStatus;
+
+use super::{DeadLetter, Dispatcher};
+use crate::event::Event;
+use crate::memory::Memory;
+use crate::orchestration::WorkflowRecord;
+use crate::outbox::DynOutbox;
+use crate::transport::Transport;
+use clients::Completions;
+
+/// A running node (see the [module documentation](self)). Shut it down with
+/// [`Node::shutdown`]; dropping it closes the transport without waiting.
+pub struct Node<M, T: Transport> {
+    store: Arc<M>,
+    transport: Arc<T>,
+    outbox: Option<Arc<dyn DynOutbox>>,
+    dispatcher: Arc<Dispatcher<Arc<T>>>,
+    completions: Arc<Completions>,
+    clients: Vec<String>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    timers: Mutex<Option<(Arc<Notify>, JoinHandle<()>)>>,
+    recovered: usize,
+}
+
+impl<M, T: Transport> fmt::Debug for Node<M, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node")
+            .field("dispatcher", &self.dispatcher)
+            .field("clients", &self.clients)
+            .field("durable", &self.outbox.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M: Memory<WorkflowRecord> + 'static> Node<M, crate::transport::InProcessTransport> {
+    /// Starts declaring a node over `store`, on the in-process transport by default.
+    pub fn builder(store: Arc<M>) -> NodeBuilder<M, crate::transport::InProcessTransport> {
+        NodeBuilder::new(store)
+    }
+}
+
+impl<M: Memory<WorkflowRecord> + 'static, T: Transport> Node<M, T> {
+    /// Starts a workflow: publishes its init event (through the store's outbox on a durable
+    /// node, so a crash right after loses nothing) and returns its subject. The init's source
+    /// must be a client topic of the node ([`NodeBuilder::client`]) for [`Node::wait`] to get
+    /// its completion.
+    pub async fn start(&self, init: Event) -> Result<String, NodeError> {
+        let subject = match init.orchestration_subject() {
+            Ok(subject) => subject.as_str().to_owned(),
+            Err(e) => return Err(NodeError::NotAnInit { id: init.id().to_owned(), reason: e.to_string() }),
+        };
+        if let Some(outbox) = &self.outbox {
+            outbox.advance_dyn(None, std::slice::from_ref(&init)).await?;
+        }
+        self.transport.publish(vec![init]).await?;
+        Ok(subject)
+    }
+
+    /// Waits for the completion of workflow `subject` (its `arvo.orc.<name>.done` event, or the
+    /// `sys.arvo.orc.<name>.error` event of a failure) and returns it. Completions that nobody
+    /// awaits are kept, up to 10,000 (the oldest are dropped first).
+    pub async fn wait(&self, subject: &str) -> Event {
+        self.completions.wait(subject).await
+    }
+
+    /// [`Node::start`], then [`Node::wait`]. The init's source must be a client topic of the
+    /// node ([`NodeError::NotAClient`] otherwise: its completion would never reach this node).
+    pub async fn run(&self, init: Event) -> Result<Event, NodeError> {
+        if !self.clients.iter().any(|c| c == init.source()) {
+            return Err(NodeError::NotAClient { id: init.id().to_owned(), source_topic: init.source().to_owned() });
+        }
+        let subject = self.start(init).await?;
+        Ok(self.wait(&subject).await)
+    }
+
+    /// Where workflow `subject` stands, from the store; `None` for a workflow the store does not
+    /// know (never started, or removed by its retention).
+    pub async fn status(&self, subject: &str) -> Result<Option<WorkflowStatus>, NodeError> {
+        let stored = self.store.read(subject).await?;
+        Ok(stored.map(|s| WorkflowStatus::of(&s.record)))
+    }
+
+    /// The dead letters kept so far (none when an `on_dead_letter` callback takes them).
+    pub fn take_dead_letters(&self) -> Vec<DeadLetter> {
+        self.dispatcher.dead_letters().take()
+    }
+
+    /// How many events a previous run left in the outbox and this node published again when it
+    /// started.
+    pub fn recovered(&self) -> usize {
+        self.recovered
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<M> {
+        &self.store
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &Arc<T> {
+        &self.transport
+    }
+
+    /// The dispatcher (routes, retry policy, dead letters, counters).
+    pub fn dispatcher(&self) -> &Dispatcher<Arc<T>> {
+        &self.dispatcher
+    }
+
+    /// Stops the timers, closes the transport to new events from outside, lets the workers
+    /// finish what is queued (and what it produces), and waits for them. Idempotent.
+    pub async fn shutdown(&self) {
+        let timers = self.timers.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some((stop, join)) = timers {
+            stop.notify_one();
+            let _ = join.await;
+        }
+        self.transport.close();
+        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(PoisonError::into_inner));
+        for worker in workers {
+            let _ = worker.await;
+        }
+    }
+}
+
+impl<M, T: Transport> Drop for Node<M, T> {
+    fn drop(&mut self) {
+        if let Some((stop, _)) = self.timers.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            stop.notify_one();
+        }
+        self.transport.close();
+    }
+}

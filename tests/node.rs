@@ -1,0 +1,315 @@
+//! The runtime seam end to end, on the in-process transport and the in-memory store: many
+//! workflows started at once all complete exactly once; a store failing for a while and a lock
+//! held elsewhere are retried in the same process; an orchestrator step costs two store calls;
+//! a node refuses a machine whose services nobody handles.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use orchestrator::event::Event;
+use orchestrator::handler::EventHandler;
+use orchestrator::memory::{Acquired, Commit, EventKey, InMemory, Lease, Memory, MemoryError, Stored, Wake};
+use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
+use orchestrator::prelude::*;
+use orchestrator::runtime::{Node, NodeError, RetryPolicy, WorkflowStatus};
+use orchestrator_examples::calculator::flows::AverageFlow;
+use orchestrator_examples::calculator::{AverageInput, AverageV1, services};
+
+const CLIENT: &str = "com.test.client";
+
+fn init(i: usize) -> Event {
+    let values = vec![i as f64, (i + 2) as f64];
+    EventFactory::<AverageV1>::new().init(AverageInput { values }, Event::builder().source(CLIENT)).expect("init")
+}
+
+/// The client: counts the completions of each workflow and checks their result.
+#[derive(Clone, Default)]
+struct Client {
+    seen: Arc<Mutex<HashMap<String, (usize, f64)>>>,
+}
+
+impl Client {
+    fn completed(&self) -> usize {
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    async fn wait_for(&self, n: usize, within: Duration) {
+        let deadline = Instant::now() + within;
+        while self.completed() < n {
+            assert!(Instant::now() < deadline, "only {} of {n} workflows completed within {within:?}", self.completed());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn counts(&self) -> HashMap<String, (usize, f64)> {
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+impl EventHandler for Client {
+    fn source(&self) -> &str {
+        CLIENT
+    }
+
+    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        let average = event.data()["average"].as_f64().ok_or_else(|| Violation::contract("no average"))?;
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = seen.entry(event.subject().to_owned()).or_insert((0, average));
+        entry.0 += 1;
+        Ok(Vec::new())
+    }
+}
+
+/// A store around `InMemory` that counts calls per method and can fail commits (a full disk)
+/// until a deadline.
+#[derive(Default)]
+struct Instrumented {
+    inner: InMemory<WorkflowRecord>,
+    calls: Mutex<HashMap<&'static str, usize>>,
+    failing: AtomicBool,
+    faults: AtomicUsize,
+}
+
+impl Instrumented {
+    fn count(&self, method: &'static str) {
+        *self.calls.lock().unwrap_or_else(PoisonError::into_inner).entry(method).or_default() += 1;
+    }
+
+    fn calls(&self) -> HashMap<&'static str, usize> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+/// The error a full disk gives: transient.
+#[derive(Debug)]
+struct DiskFull;
+impl std::fmt::Display for DiskFull {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("database or disk is full")
+    }
+}
+impl std::error::Error for DiskFull {}
+
+impl Memory<WorkflowRecord> for Instrumented {
+    async fn read(&self, id: &str) -> Result<Option<Stored<WorkflowRecord>>, MemoryError> {
+        self.count("read");
+        self.inner.read(id).await
+    }
+    async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
+        self.count("lock");
+        self.inner.lock(id).await
+    }
+    async fn renew(&self, lease: &Lease) -> Result<Lease, MemoryError> {
+        self.count("renew");
+        self.inner.renew(lease).await
+    }
+    async fn unlock(&self, lease: &Lease) -> Result<bool, MemoryError> {
+        self.count("unlock");
+        self.inner.unlock(lease).await
+    }
+    async fn acquire(
+        &self,
+        id: &str,
+        event: EventKey<'_>,
+        lock: bool,
+    ) -> Result<Option<Acquired<WorkflowRecord>>, MemoryError> {
+        self.count("acquire");
+        self.inner.acquire(id, event, lock).await
+    }
+    async fn commit(&self, commit: Commit<'_, WorkflowRecord>) -> Result<u64, MemoryError> {
+        self.count("commit");
+        if self.failing.load(Ordering::SeqCst) {
+            self.faults.fetch_add(1, Ordering::SeqCst);
+            return Err(MemoryError::Backend { id: commit.id.to_owned(), transient: true, source: Box::new(DiskFull) });
+        }
+        self.inner.commit(commit).await
+    }
+    async fn produced(&self, id: &str, event: EventKey<'_>) -> Result<Option<Vec<Event>>, MemoryError> {
+        self.count("produced");
+        self.inner.produced(id, event).await
+    }
+    async fn claim_due(&self, limit: usize, claim: Duration) -> Result<Vec<Wake>, MemoryError> {
+        self.count("claim_due");
+        self.inner.claim_due(limit, claim).await
+    }
+    async fn cleanup(&self, id: &str) -> Result<(), MemoryError> {
+        self.count("cleanup");
+        self.inner.cleanup(id).await
+    }
+}
+
+async fn node<M: Memory<WorkflowRecord> + 'static>(
+    store: &Arc<M>,
+    client: &Client,
+    retry: RetryPolicy,
+) -> Node<M, orchestrator::transport::InProcessTransport> {
+    Node::builder(Arc::clone(store))
+        .service(services::add().expect("add"))
+        .service(services::divide().expect("divide"))
+        .service(client.clone())
+        .orchestrator(Orchestrator::builder(Arc::clone(store)).machine::<AverageFlow>())
+        .retry(retry)
+        .without_timers()
+        .build()
+        .await
+        .expect("a node")
+}
+
+/// Starts `n` workflows at once (each from its own task) and checks each completes exactly once
+/// with the right result and nothing is dead-lettered.
+async fn start_at_once_and_check(n: usize) {
+    let store = Arc::new(InMemory::<WorkflowRecord>::default());
+    let client = Client::default();
+    let node = Arc::new(node(&store, &client, RetryPolicy::default()).await);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let node = Arc::clone(&node);
+            tokio::spawn(async move { node.start(init(i)).await.expect("started") })
+        })
+        .collect();
+    let mut subjects = Vec::with_capacity(n);
+    for task in tasks {
+        subjects.push(task.await.expect("task"));
+    }
+    client.wait_for(n, Duration::from_secs(600)).await;
+    node.shutdown().await;
+    println!("{n} workflows at once: {:?}", started.elapsed());
+    let counts = client.counts();
+    assert_eq!(counts.len(), n, "every workflow completed");
+    assert!(counts.values().all(|(times, _)| *times == 1), "each exactly once");
+    assert!(node.take_dead_letters().is_empty(), "nothing dead-lettered");
+    for subject in subjects.iter().take(50) {
+        assert_eq!(node.status(subject).await.expect("status"), Some(WorkflowStatus::Done));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflows_started_at_once_beyond_capacity_all_complete_exactly_once() {
+    // The default capacity is 1,000; 4,000 workflows each in flight at once overflow it many
+    // times (init, add, divide, completion).
+    start_at_once_and_check(4_000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the full size of the issue: run with --ignored --release"]
+async fn twenty_thousand_workflows_started_at_once_all_complete_exactly_once() {
+    start_at_once_and_check(20_000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_failing_writes_for_a_while_recovers_in_the_same_process() {
+    let store = Arc::new(Instrumented::default());
+    let client = Client::default();
+    let retry = RetryPolicy { max_attempts: 30, initial: Duration::from_millis(10), max_delay: Duration::from_millis(200), ..RetryPolicy::default() };
+    let node = node(&store, &client, retry).await;
+    store.failing.store(true, Ordering::SeqCst);
+    for i in 0..40 {
+        node.start(init(i)).await.expect("start");
+    }
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(client.completed(), 0, "nothing completes while the disk is full");
+    assert!(store.faults.load(Ordering::SeqCst) >= 40, "every workflow hit the fault");
+    store.failing.store(false, Ordering::SeqCst);
+    client.wait_for(40, Duration::from_secs(30)).await;
+    node.shutdown().await;
+    assert!(client.counts().values().all(|(times, _)| *times == 1), "each exactly once");
+    assert!(node.take_dead_letters().is_empty(), "retried, not dead-lettered");
+    assert!(node.dispatcher().stats().retried > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_elsewhere_is_retried_until_released() {
+    let store = Arc::new(InMemory::<WorkflowRecord>::default());
+    let client = Client::default();
+    let retry = RetryPolicy { max_attempts: 30, initial: Duration::from_millis(10), max_delay: Duration::from_millis(100), ..RetryPolicy::default() };
+    let node = node(&store, &client, retry).await;
+    let event = init(7);
+    // Another node holds the workflow's lease.
+    let held = store.lock(event.subject()).await.expect("lock").expect("free");
+    node.start(event).await.expect("start");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(client.completed(), 0, "the workflow waits for the lease");
+    store.unlock(&held).await.expect("unlock");
+    client.wait_for(1, Duration::from_secs(10)).await;
+    node.shutdown().await;
+    assert_eq!(client.counts().values().next().map(|c| c.1), Some(8.0));
+    assert!(node.dispatcher().stats().retried > 0, "the denied deliveries were retried");
+    assert!(node.take_dead_letters().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orchestrator_step_costs_two_store_round_trips() {
+    let store = Arc::new(Instrumented::default());
+    let client = Client::default();
+    let node = node(&store, &client, RetryPolicy::default()).await;
+    for i in 0..20 {
+        node.start(init(i)).await.expect("start");
+    }
+    client.wait_for(20, Duration::from_secs(30)).await;
+    node.shutdown().await;
+    let calls = store.calls();
+    // Each averaging workflow takes three orchestrator steps: init, sum, quotient.
+    let steps = 20 * 3;
+    assert_eq!(calls.get("acquire"), Some(&steps), "one acquire per step: {calls:?}");
+    assert_eq!(calls.get("commit"), Some(&steps), "one commit per step: {calls:?}");
+    let total: usize = calls.values().sum();
+    assert_eq!(total, 2 * steps, "nothing else: {calls:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_whose_services_nobody_handles_is_refused() {
+    let store = Arc::new(InMemory::<WorkflowRecord>::default());
+    let refused = Node::builder(Arc::clone(&store))
+        .service(services::add().expect("add"))
+        .orchestrator(Orchestrator::builder(Arc::clone(&store)).machine::<AverageFlow>())
+        .build()
+        .await
+        .expect_err("divide has no handler");
+    match &refused {
+        NodeError::MissingServices(missing) => {
+            assert_eq!(missing.len(), 1);
+            assert_eq!(missing[0].service, "com.calc.divide");
+            assert_eq!(missing[0].orchestrator, "arvo.orc.calc.average");
+        }
+        other => panic!("expected MissingServices, got {other:?}"),
+    }
+    assert!(refused.to_string().contains("NodeBuilder::remote"), "the message says what to do: {refused}");
+    let remote = Node::builder(Arc::clone(&store))
+        .service(services::add().expect("add"))
+        .remote("com.calc.divide")
+        .orchestrator(Orchestrator::builder(Arc::clone(&store)).machine::<AverageFlow>())
+        .build()
+        .await
+        .expect("a service declared remote is fine");
+    remote.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_awaits_the_completion_and_a_redelivered_init_starts_nothing() {
+    let store = Arc::new(InMemory::<WorkflowRecord>::default());
+    let node = Node::builder(Arc::clone(&store))
+        .service(services::add().expect("add"))
+        .service(services::divide().expect("divide"))
+        .orchestrator(Orchestrator::builder(Arc::clone(&store)).machine::<AverageFlow>())
+        .client(CLIENT)
+        .build()
+        .await
+        .expect("node");
+    let event = init(1);
+    let done = node.run(event.clone()).await.expect("run");
+    assert_eq!(done.data()["average"], 2.0);
+    let version = store.read(event.subject()).await.expect("read").expect("kept").version;
+    // The same init again, after completion (default retention keeps the workflow).
+    node.transport().publish(vec![event.clone()]).await.expect("publish");
+    node.transport().wait_idle().await;
+    let after = store.read(event.subject()).await.expect("read").expect("kept");
+    assert_eq!(after.version, version, "a redelivered init writes nothing");
+    assert_eq!(node.status(event.subject()).await.expect("status"), Some(WorkflowStatus::Done));
+    let other = Event::builder().source("com.someone.else").r#type("x.y").subject("s").build().expect("event");
+    assert!(matches!(node.run(other).await, Err(NodeError::NotAClient { .. })));
+    node.shutdown().await;
+    assert!(node.take_dead_letters().is_empty());
+}
