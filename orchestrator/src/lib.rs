@@ -71,9 +71,12 @@ pub mod machine;
 pub mod memory;
 pub mod orchestration;
 pub mod outbox;
+pub mod runtime;
 pub mod semver;
 pub mod subject;
 pub mod telemetry;
+pub mod transport;
+mod util;
 pub mod violation;
 
 pub use field_error::{FieldError, FieldErrors};

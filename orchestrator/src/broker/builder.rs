@@ -1,30 +1,33 @@
 //! [`BrokerBuilder`]: handlers and settings of a [`Broker`].
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::fmt;
 use std::future::Future;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::outlets::{DomainedFn, ErrorFn, Outlets};
-use super::shared::Shared;
-use super::{Broker, BrokerError, BrokerHandle, DeadLetter, DomainedEvent, worker};
+use super::handle::Shared;
+use super::{Broker, BrokerError, BrokerHandle, DeadLetter, DomainedEvent};
 use crate::handler::{DynEventHandler, EventHandler};
-
-/// The default queue capacity (Arvo's `createSimpleEventBroker` uses the same).
-pub const DEFAULT_CAPACITY: usize = 1000;
+use crate::runtime::{
+    DEFAULT_DEAD_LETTER_CAPACITY, DeadLetters, Dispatcher, DispatcherError, DomainedFn, ErrorFn, RetryPolicy,
+};
+use crate::transport::{DEFAULT_CAPACITY, InProcessConfig, InProcessTransport, Topics};
 
 /// Configures and builds a [`Broker`]. Defaults: one worker per available CPU,
-/// [`DEFAULT_CAPACITY`], no log, dead letters and domained events kept in lists.
+/// [`DEFAULT_CAPACITY`], publishers wait as long as needed, [`RetryPolicy::default`], no log,
+/// dead letters kept (the last [`DEFAULT_DEAD_LETTER_CAPACITY`]) and domained events kept.
 #[must_use]
 pub struct BrokerBuilder {
     handlers: Vec<Arc<dyn DynEventHandler>>,
     workers: usize,
     capacity: usize,
+    publish_timeout: Option<Duration>,
+    retry: RetryPolicy,
+    dead_letter_capacity: usize,
     log: bool,
     on_error: Option<ErrorFn>,
-    on_domained: Option<DomainedFn>,
+    on_domained: Option<DomainedFn<BrokerHandle>>,
 }
 
 impl Default for BrokerBuilder {
@@ -33,6 +36,9 @@ impl Default for BrokerBuilder {
             handlers: Vec::new(),
             workers: std::thread::available_parallelism().map_or(1, NonZeroUsize::get),
             capacity: DEFAULT_CAPACITY,
+            publish_timeout: None,
+            retry: RetryPolicy::default(),
+            dead_letter_capacity: DEFAULT_DEAD_LETTER_CAPACITY,
             log: false,
             on_error: None,
             on_domained: None,
@@ -59,12 +65,34 @@ impl BrokerBuilder {
         self
     }
 
-    /// How many events may wait for a worker (in-flight events do not count). At least 1. A
-    /// produced event that finds the queue full becomes a dead letter
-    /// ([`DeadLetterReason::Rejected`](super::DeadLetterReason::Rejected)), so size it for the
-    /// peak fan-out.
+    /// How many events may wait for a worker before publishers from outside wait (in-flight
+    /// events do not count). At least 1. What handlers produce is always accepted, even over
+    /// capacity, so the queue exceeds it only by what in-flight work produces.
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
+        self
+    }
+
+    /// How long [`Broker::publish_wait`] (and [`Broker::resolve`]) wait while the queue is
+    /// full before failing with [`BrokerError::QueueFull`]; `None` (the default) waits as long
+    /// as needed.
+    pub fn publish_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.publish_timeout = timeout;
+        self
+    }
+
+    /// How transient handler failures (transaction violations: lock denied, store failing) are
+    /// retried before they become dead letters.
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// How many dead letters are kept for [`Broker::take_dead_letters`] when no
+    /// [`on_error`](BrokerBuilder::on_error) callback takes them; the oldest are dropped first
+    /// (counted in [`BrokerStats::dead_letters_dropped`](super::BrokerStats)).
+    pub fn dead_letter_capacity(mut self, capacity: usize) -> Self {
+        self.dead_letter_capacity = capacity;
         self
     }
 
@@ -75,9 +103,9 @@ impl BrokerBuilder {
         self
     }
 
-    /// Sends dead letters (no handler for `to`, a violation, a panic, a produced event that
-    /// could not be published) to `f` instead of keeping them for
-    /// [`Broker::take_dead_letters`]. `f` runs on a worker: keep it short.
+    /// Sends dead letters (no handler for `to`, a permanent violation, retries exhausted, a
+    /// panic) to `f` instead of keeping them for [`Broker::take_dead_letters`]. They are logged
+    /// with `tracing::warn!` either way. `f` runs on a worker: keep it short.
     pub fn on_error(mut self, f: impl Fn(DeadLetter) + Send + Sync + 'static) -> Self {
         self.on_error = Some(Arc::new(f));
         self
@@ -104,37 +132,44 @@ impl BrokerBuilder {
         if self.capacity == 0 {
             return Err(BrokerError::InvalidConfig { message: "capacity must be at least 1" });
         }
-        let mut routes = HashMap::with_capacity(self.handlers.len());
-        for handler in self.handlers {
-            match routes.entry(topic_of(&*handler).to_owned()) {
-                Entry::Occupied(entry) => {
-                    return Err(BrokerError::DuplicateHandler { topic: entry.key().clone() });
-                }
-                Entry::Vacant(entry) => {
-                    entry.insert(handler);
-                }
-            }
+        let mut dispatcher = Dispatcher::new(self.handlers)
+            .map_err(|DispatcherError::DuplicateHandler { topic }| BrokerError::DuplicateHandler { topic })?
+            .with_retry(self.retry)
+            .with_dead_letters(match self.on_error {
+                Some(on_error) => DeadLetters::callback(on_error),
+                None => DeadLetters::kept(self.dead_letter_capacity),
+            });
+        if let Some(on_domained) = self.on_domained {
+            dispatcher = dispatcher.with_on_domained(on_domained);
         }
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| BrokerError::NoRuntime)?;
-        let outlets = Outlets::new(self.on_error, self.on_domained);
-        let shared = Arc::new(Shared::new(routes, self.capacity, self.log, outlets));
-        let workers = (0..self.workers).map(|_| runtime.spawn(worker::run(Arc::clone(&shared)))).collect();
+        let transport = InProcessTransport::new(InProcessConfig {
+            capacity: self.capacity,
+            publish_timeout: self.publish_timeout,
+            log: self.log,
+        })
+        .map_err(|_| BrokerError::InvalidConfig { message: "capacity must be at least 1" })?;
+        let shared = Arc::new(Shared::new(transport, dispatcher));
+        let workers = (0..self.workers)
+            .map(|_| {
+                let subscription = shared.transport.subscription(Topics::All);
+                let handle = BrokerHandle { shared: Arc::clone(&shared) };
+                runtime.spawn(async move { handle.shared.dispatcher.run_worker(subscription, handle.clone()).await })
+            })
+            .collect();
         Ok(Broker::start(shared, workers))
     }
-}
-
-/// A handler's topic, called on the trait object itself (not on the `Arc`, which is a handler
-/// too).
-fn topic_of(handler: &dyn DynEventHandler) -> &str {
-    handler.source_dyn()
 }
 
 impl fmt::Debug for BrokerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BrokerBuilder")
-            .field("topics", &self.handlers.iter().map(|h| topic_of(&**h)).collect::<Vec<_>>())
+            .field("topics", &self.handlers.iter().map(|h| h.source_dyn()).collect::<Vec<_>>())
             .field("workers", &self.workers)
             .field("capacity", &self.capacity)
+            .field("publish_timeout", &self.publish_timeout)
+            .field("retry", &self.retry)
+            .field("dead_letter_capacity", &self.dead_letter_capacity)
             .field("log", &self.log)
             .field("on_error", &self.on_error.is_some())
             .field("on_domained", &self.on_domained.is_some())

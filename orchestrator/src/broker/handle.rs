@@ -2,10 +2,57 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::shared::{Origin, Shared};
 use super::{BrokerError, BrokerStats};
 use crate::event::Event;
+use crate::runtime::Dispatcher;
+use crate::transport::{InProcessTransport, Transport, TransportError};
+
+/// What a broker's handles, workers and clones share.
+pub(super) struct Shared {
+    pub(super) transport: InProcessTransport,
+    pub(super) dispatcher: Dispatcher<BrokerHandle>,
+    rejected: AtomicU64,
+}
+
+impl Shared {
+    pub(super) fn new(transport: InProcessTransport, dispatcher: Dispatcher<BrokerHandle>) -> Self {
+        Self { transport, dispatcher, rejected: AtomicU64::new(0) }
+    }
+
+    /// Counts a refused publish and names it as a broker error.
+    fn refused(&self, error: TransportError) -> BrokerError {
+        self.rejected.fetch_add(1, Ordering::Relaxed);
+        match error {
+            TransportError::MissingTo { id } => BrokerError::MissingTo { id },
+            TransportError::Full { capacity, .. } => BrokerError::QueueFull { capacity },
+            // The in-process transport fails a publish with nothing else.
+            TransportError::Closed | TransportError::InvalidConfig { .. } | TransportError::Backend { .. } => {
+                BrokerError::Closed
+            }
+        }
+    }
+
+    pub(super) fn stats(&self) -> BrokerStats {
+        let transport = self.transport.stats();
+        let dispatch = self.dispatcher.stats();
+        BrokerStats {
+            published: transport.published,
+            delivered: dispatch.delivered,
+            collected: dispatch.collected,
+            produced: dispatch.produced,
+            domained: dispatch.domained,
+            retried: dispatch.retried,
+            dead_lettered: dispatch.dead_lettered,
+            dead_letters_dropped: self.dispatcher.dead_letters().dropped(),
+            rejected: self.rejected.load(Ordering::Relaxed),
+            queued: transport.queued,
+            in_flight: transport.in_flight,
+            delayed: transport.delayed,
+        }
+    }
+}
 
 /// Publishes into a broker. Domained-events callbacks get one to publish replies. It cannot
 /// `resolve` (a callback runs inside the work a resolve waits for) and does not keep the workers
@@ -23,14 +70,21 @@ impl BrokerHandle {
     /// wait for a worker; nothing is queued) or [`BrokerError::Closed`]. This is the `try_send`
     /// form; [`BrokerHandle::publish_wait`] is the waiting form.
     pub fn publish(&self, event: Event) -> Result<(), BrokerError> {
-        self.shared.enqueue(event, Origin::External).map_err(|refused| refused.error)
+        self.shared.transport.try_publish(vec![event]).map_err(|e| self.shared.refused(e))
     }
 
-    /// Publishes an event, waiting while the queue is full (backpressure). Fails with
-    /// [`BrokerError::MissingTo`] or [`BrokerError::Closed`] (also if the broker closes while
-    /// waiting). Waiting publishers are not served in any particular order.
+    /// Publishes an event, waiting while the queue is full (backpressure), for at most the
+    /// [`publish_timeout`](super::BrokerBuilder::publish_timeout) (then
+    /// [`BrokerError::QueueFull`]). Fails with [`BrokerError::MissingTo`] or
+    /// [`BrokerError::Closed`] (also if the broker closes while waiting). Waiting publishers are
+    /// not served in any particular order.
     pub async fn publish_wait(&self, event: Event) -> Result<(), BrokerError> {
-        self.shared.enqueue_wait(event).await
+        self.shared.transport.publish(vec![event]).await.map_err(|e| self.shared.refused(e))
+    }
+
+    /// The broker's transport (to publish batches, or to subscribe other consumers).
+    pub fn transport(&self) -> &InProcessTransport {
+        &self.shared.transport
     }
 
     /// The counters and gauges now.
@@ -40,7 +94,7 @@ impl BrokerHandle {
 
     /// Whether the broker stopped accepting events.
     pub fn is_closed(&self) -> bool {
-        self.shared.is_closed()
+        self.shared.transport.is_closed()
     }
 }
 

@@ -2,6 +2,10 @@
 //! tokio workers with per-subject ordering, and publishes what they produce (Arvo's
 //! `SimpleEventBroker`, made concurrent and without its pitfalls).
 //!
+//! It is the runtime's [`Dispatcher`](crate::runtime::Dispatcher) running N workers on an
+//! [`InProcessTransport`](crate::transport::InProcessTransport), plus in-process extras
+//! ([`Broker::resolve`], [`Broker::wait_idle`]).
+//!
 //! # Semantics
 //!
 //! * **Routing.** An event goes to the one handler whose [`EventHandler::source`] equals its
@@ -12,28 +16,40 @@
 //!   N workers. A worker takes the oldest queued event whose (handler, subject) lane is not busy,
 //!   so one worker gives plain FIFO (Arvo drains LIFO).
 //!   Nothing sleeps or polls: waiting is done with [`tokio::sync::Notify`].
-//! * **Bounded queue.** At most `capacity` events wait for a worker (in-flight ones do not
-//!   count). [`Broker::publish`] never waits and fails with [`BrokerError::QueueFull`];
-//!   [`Broker::publish_wait`] waits for room. An event without `to` is refused with
-//!   [`BrokerError::MissingTo`].
-//! * **Products.** Events a handler returns are published in order, behind the events already
-//!   queued for their subjects. Those with a `domain` are not published: they go to the
+//! * **Backpressure, not loss.** At most `capacity` events wait for a worker before publishers
+//!   from outside wait: [`Broker::publish_wait`] waits for room (up to
+//!   [`publish_timeout`](BrokerBuilder::publish_timeout), then [`BrokerError::QueueFull`]);
+//!   [`Broker::publish`] never waits and fails with [`BrokerError::QueueFull`]. An event
+//!   without `to` is refused with [`BrokerError::MissingTo`].
+//! * **Products are never dropped.** Events a handler returns are published in order, behind
+//!   the events already queued for their subjects, even over capacity (they are part of work
+//!   already accepted; the queue exceeds capacity only by what in-flight work produces). Those
+//!   with a `domain` are not published: they go to the
 //!   [`on_domained`](BrokerBuilder::on_domained) callback, which may publish replies through
 //!   its [`BrokerHandle`], or, without a callback, to [`Broker::take_domained`]. Handlers
 //!   execute events whatever their domain.
-//! * **Failures.** An event with no handler (and no resolve collecting it), a handler's
-//!   [`Violation`](crate::violation::Violation), a panicking handler, and a produced event that
-//!   cannot be published become [`DeadLetter`]s with a [`DeadLetterReason`], sent to
-//!   [`on_error`](BrokerBuilder::on_error) or kept for [`Broker::take_dead_letters`].
-//!   Processing continues; only that branch of the workflow stops.
+//! * **Transient failures are retried.** A handler's transaction
+//!   [`Violation`](crate::violation::Violation) (lock denied, store failing) puts the event back
+//!   at the front of its lane after an exponential, fully jittered delay
+//!   ([`RetryPolicy`](crate::runtime::RetryPolicy), set with [`BrokerBuilder::retry`]), in this
+//!   process, up to the retry limit; then it is a dead letter
+//!   ([`DeadLetterReason::RetriesExhausted`]).
+//! * **Permanent failures are dead letters.** An event with no handler (and no resolve
+//!   collecting it), a contract, configuration or execution violation, and a panicking handler
+//!   become [`DeadLetter`]s with a [`DeadLetterReason`]. Processing continues; only that branch
+//!   of the workflow stops.
+//! * **Dead letters are logged and bounded.** Each is logged with `tracing::warn!`, then sent
+//!   to [`on_error`](BrokerBuilder::on_error), or kept for [`Broker::take_dead_letters`] in a
+//!   buffer of [`dead_letter_capacity`](BrokerBuilder::dead_letter_capacity) (the oldest are
+//!   dropped first and counted in [`BrokerStats::dead_letters_dropped`]).
 //! * **Resolve.** [`Broker::resolve`] publishes one event, collects the events addressed to its
 //!   `source` (they leave the broker), waits until the broker is idle and returns the last one.
 //!   See its documentation for what "idle" means.
 //! * **Shutdown.** [`Broker::shutdown`] refuses new events from outside, lets the workers
-//!   finish everything queued (including what those events produce) and stops them. Dropping
-//!   the last [`Broker`] clone does the same without waiting.
-//! * **Observation.** [`Broker::stats`] counts published, delivered, produced, dead-lettered…
-//!   events; [`BrokerBuilder::log`] records every accepted event (off by default).
+//!   finish everything queued (including what those events produce and pending retries) and
+//!   stops them. Dropping the last [`Broker`] clone does the same without waiting.
+//! * **Observation.** [`Broker::stats`] counts published, delivered, produced, retried,
+//!   dead-lettered… events; [`BrokerBuilder::log`] records every accepted event (off by default).
 //!
 //! ```
 //! # tokio::runtime::Builder::new_multi_thread().build().unwrap().block_on(async {
@@ -80,36 +96,36 @@
 //! ```
 
 mod builder;
-pub(crate) mod catch_panic;
 mod error;
 mod handle;
-mod outlets;
-mod queue;
 mod resolve;
-mod shared;
 mod stats;
-mod worker;
+
+/// The panic-catching future wrapper, kept at its old path for the lifecycle (it now lives in
+/// `crate::util::panic`).
+pub(crate) mod catch_panic {
+    pub(crate) use crate::util::panic::CatchPanic;
+}
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinHandle;
 
-pub use builder::{BrokerBuilder, DEFAULT_CAPACITY};
+pub use builder::BrokerBuilder;
 pub use error::BrokerError;
 pub use handle::BrokerHandle;
-pub use outlets::{DeadLetter, DeadLetterReason, DomainedEvent};
 pub use stats::BrokerStats;
+
+pub use crate::runtime::{DeadLetter, DeadLetterReason, DomainedEvent, RetryPolicy};
+pub use crate::transport::DEFAULT_CAPACITY;
 
 use crate::event::Event;
 #[cfg(doc)]
 use crate::handler::EventHandler;
-use shared::Shared;
-
-/// Locks a mutex, ignoring poisoning (the broker's critical sections leave consistent state).
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use crate::transport::{InProcessTransport, Transport};
+use crate::util::lock;
+use handle::Shared;
 
 /// An in-process broker (see the [module documentation](self)). Cloning is cheap and shares the
 /// broker; when the last clone is dropped the broker closes and its workers stop once drained.
@@ -127,7 +143,7 @@ struct Core {
 
 impl Drop for Core {
     fn drop(&mut self) {
-        self.handle.shared.close();
+        self.handle.shared.transport.close();
     }
 }
 
@@ -167,6 +183,11 @@ impl Broker {
         self.core.handle.publish_wait(event).await
     }
 
+    /// The broker's transport (to publish batches, or to subscribe other consumers).
+    pub fn transport(&self) -> &InProcessTransport {
+        &self.shared().transport
+    }
+
     /// Publishes `event` and returns the last event addressed to `event.source()` once the
     /// broker is idle, or `None` if none came.
     ///
@@ -177,19 +198,20 @@ impl Broker {
     ///
     /// **Idle** means the whole broker: nothing queued and nothing in flight (an event is in
     /// flight until its handler returned, its products were queued and its domained-events
-    /// callbacks completed). So a resolve also waits for unrelated work published meanwhile,
+    /// callbacks completed; a failed event waiting to be retried is in flight too). So a resolve also waits for unrelated work published meanwhile,
     /// and under a never-ending stream of events it does not return. Work started outside the
     /// broker (a task spawned by a callback that publishes later) is not waited for.
     ///
     /// Errors: [`BrokerError::SourceIsHandlerTopic`] (its answers would go to that handler),
-    /// [`BrokerError::ResolveInProgress`], and those of [`Broker::publish`].
+    /// [`BrokerError::ResolveInProgress`], and those of [`Broker::publish_wait`] (it waits for
+    /// room in the queue).
     pub async fn resolve(&self, event: Event) -> Result<Option<Event>, BrokerError> {
-        resolve::resolve(self.shared(), event).await
+        resolve::resolve(&self.core.handle, event).await
     }
 
     /// Waits until nothing is queued and nothing is in flight (see [`Broker::resolve`]).
     pub async fn wait_idle(&self) {
-        self.shared().wait_idle().await;
+        self.shared().transport.wait_idle().await;
     }
 
     /// Stops accepting events from outside (publishing fails with [`BrokerError::Closed`],
@@ -197,9 +219,9 @@ impl Broker {
     /// everything queued and everything it produces has been handled, and stops the workers.
     /// Idempotent. It waits as long as the handlers take (wrap it in a timeout to bound it).
     pub async fn shutdown(&self) {
-        let shared = self.shared();
-        shared.close();
-        shared.wait_idle().await;
+        let transport = &self.shared().transport;
+        transport.close();
+        transport.wait_idle().await;
         let workers = std::mem::take(&mut *lock(&self.core.workers));
         for worker in workers {
             // A worker only ends by returning; a `JoinError` would mean the runtime is shutting
@@ -210,7 +232,7 @@ impl Broker {
 
     /// Whether the broker stopped accepting events.
     pub fn is_closed(&self) -> bool {
-        self.shared().is_closed()
+        self.shared().transport.is_closed()
     }
 
     /// The counters and gauges now.
@@ -218,25 +240,32 @@ impl Broker {
         self.shared().stats()
     }
 
-    /// The dead letters kept so far (none are kept when an `on_error` callback is set).
+    /// The dead letters kept so far, oldest first: at most the
+    /// [`dead_letter_capacity`](BrokerBuilder::dead_letter_capacity) most recent (none are kept
+    /// when an `on_error` callback is set).
     pub fn take_dead_letters(&self) -> Vec<DeadLetter> {
-        self.shared().outlets.take_dead_letters()
+        self.shared().dispatcher.dead_letters().take()
+    }
+
+    /// How many dead letters were dropped from the full buffer so far.
+    pub fn dead_letters_dropped(&self) -> u64 {
+        self.shared().dispatcher.dead_letters().dropped()
     }
 
     /// The domained events kept so far (none are kept when an `on_domained` callback is set).
     pub fn take_domained(&self) -> Vec<DomainedEvent> {
-        self.shared().outlets.take_domained()
+        self.shared().dispatcher.take_domained()
     }
 
     /// Every event accepted since the last call, in acceptance order; empty unless
     /// [`BrokerBuilder::log`] is on.
     pub fn take_log(&self) -> Vec<Event> {
-        self.shared().take_log()
+        self.shared().transport.take_log()
     }
 
     /// The handler topics.
     pub fn topics(&self) -> impl Iterator<Item = &str> {
-        self.shared().topics()
+        self.shared().dispatcher.topics()
     }
 
     /// The number of workers.
@@ -246,7 +275,7 @@ impl Broker {
 
     /// The queue capacity.
     pub fn capacity(&self) -> usize {
-        self.shared().capacity()
+        self.shared().transport.capacity()
     }
 }
 

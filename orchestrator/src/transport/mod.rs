@@ -41,7 +41,7 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use error::TransportError;
-pub use in_process::{InProcessConfig, InProcessTransport};
+pub use in_process::{DEFAULT_CAPACITY, InProcessConfig, InProcessTransport, TransportStats};
 
 use crate::event::Event;
 

@@ -23,7 +23,7 @@ impl<F: Future + Unpin> Future for CatchPanic<F> {
 }
 
 /// Calls `f` (which makes a future), catching a panic.
-pub(super) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|payload| panic_message(&*payload))
 }
 

@@ -1,0 +1,315 @@
+//! [`Dispatcher`]: routes each delivery to the handler of its `to`, runs it with panics
+//! contained, and settles the delivery by the one [`Settlement`] rule, whatever the transport.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::task::JoinHandle;
+
+use super::collectors::Collectors;
+use super::dead_letters::{DeadLetterReason, DeadLetters};
+use super::domained::{Domained, DomainedEvent, DomainedFn};
+use super::retry::RetryPolicy;
+use super::settlement::Settlement;
+use crate::event::Event;
+use crate::handler::DynEventHandler;
+use crate::transport::{Delivery, Subscription, Topics, Transport, TransportError};
+use crate::util::panic::{CatchPanic, catch};
+
+/// Why a [`Dispatcher`] could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DispatcherError {
+    /// Two handlers were registered on one topic.
+    #[error("two handlers listen on topic `{topic}`: a dispatcher needs exactly one handler per topic")]
+    DuplicateHandler {
+        /// The topic.
+        topic: String,
+    },
+}
+
+/// What a [`Dispatcher`] has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DispatchStats {
+    /// Deliveries handed to a handler (a retried event counts once per attempt).
+    pub delivered: u64,
+    /// Deliveries collected by a waiting caller (the broker's `resolve`).
+    pub collected: u64,
+    /// Events returned by handlers, domained or not.
+    pub produced: u64,
+    /// Produced events that carried a domain.
+    pub domained: u64,
+    /// Deliveries nacked to be tried again (transient failures).
+    pub retried: u64,
+    /// Events reported as dead letters.
+    pub dead_lettered: u64,
+    /// Settlements (ack, nack, terminate) the transport failed; logged with `tracing::error!`.
+    /// The transport delivers such an event again.
+    pub settle_failures: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    delivered: AtomicU64,
+    collected: AtomicU64,
+    produced: AtomicU64,
+    domained: AtomicU64,
+    retried: AtomicU64,
+    dead_lettered: AtomicU64,
+    settle_failures: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The transport-independent half of the runtime: the routes (topic → handler), the retry
+/// policy, and the outlets (dead letters, domained events). `P` is what the domained-events
+/// callback publishes replies with.
+pub struct Dispatcher<P> {
+    routes: HashMap<String, Arc<dyn DynEventHandler>>,
+    retry: RetryPolicy,
+    dead_letters: DeadLetters,
+    domained: Domained<P>,
+    collectors: Collectors,
+    counters: Counters,
+}
+
+impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
+    /// Routes each handler's [`source`](crate::handler::EventHandler::source) topic to it. Two
+    /// handlers on one topic are refused. Defaults: [`RetryPolicy::default`], dead letters kept
+    /// in a buffer of [`DEFAULT_DEAD_LETTER_CAPACITY`](super::DEFAULT_DEAD_LETTER_CAPACITY),
+    /// domained events kept.
+    pub fn new(handlers: impl IntoIterator<Item = Arc<dyn DynEventHandler>>) -> Result<Self, DispatcherError> {
+        let mut routes = HashMap::new();
+        for handler in handlers {
+            match routes.entry(topic_of(&*handler).to_owned()) {
+                Entry::Occupied(entry) => {
+                    return Err(DispatcherError::DuplicateHandler { topic: entry.key().clone() });
+                }
+                Entry::Vacant(entry) => {
+                    entry.insert(handler);
+                }
+            }
+        }
+        Ok(Self {
+            routes,
+            retry: RetryPolicy::default(),
+            dead_letters: DeadLetters::default(),
+            domained: Domained::default(),
+            collectors: Collectors::default(),
+            counters: Counters::default(),
+        })
+    }
+
+    /// Sets the retry policy for transient failures.
+    #[must_use]
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets where dead letters go.
+    #[must_use]
+    pub fn with_dead_letters(mut self, dead_letters: DeadLetters) -> Self {
+        self.dead_letters = dead_letters;
+        self
+    }
+
+    /// Hands domained events to `callback` (instead of keeping them). The worker awaits the
+    /// returned future before it settles the delivery that produced the event.
+    #[must_use]
+    pub fn with_on_domained(mut self, callback: DomainedFn<P>) -> Self {
+        self.domained.callback = Some(callback);
+        self
+    }
+
+    /// The handler topics.
+    pub fn topics(&self) -> impl Iterator<Item = &str> {
+        self.routes.keys().map(String::as_str)
+    }
+
+    /// Whether a handler listens on `topic`.
+    pub fn handles(&self, topic: &str) -> bool {
+        self.routes.contains_key(topic)
+    }
+
+    /// The retry policy.
+    pub fn retry_policy(&self) -> &RetryPolicy {
+        &self.retry
+    }
+
+    /// Where dead letters go (and those kept).
+    pub fn dead_letters(&self) -> &DeadLetters {
+        &self.dead_letters
+    }
+
+    /// The domained events kept so far (none are kept when a callback is set).
+    pub fn take_domained(&self) -> Vec<DomainedEvent> {
+        self.domained.take()
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> DispatchStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let c = &self.counters;
+        DispatchStats {
+            delivered: get(&c.delivered),
+            collected: get(&c.collected),
+            produced: get(&c.produced),
+            domained: get(&c.domained),
+            retried: get(&c.retried),
+            dead_lettered: get(&c.dead_lettered),
+            settle_failures: get(&c.settle_failures),
+        }
+    }
+
+    pub(crate) fn collectors(&self) -> &Collectors {
+        &self.collectors
+    }
+
+    /// Subscribes `workers` times to `topics` and runs a worker task on each subscription,
+    /// until the transport is closed and drained.
+    pub async fn spawn_workers<T: Transport>(
+        self: &Arc<Self>,
+        transport: &T,
+        topics: Topics,
+        workers: usize,
+        publisher: P,
+    ) -> Result<Vec<JoinHandle<()>>, TransportError> {
+        let mut handles = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            let subscription = transport.subscribe(topics.clone()).await?;
+            let dispatcher = Arc::clone(self);
+            let publisher = publisher.clone();
+            handles.push(tokio::spawn(async move { dispatcher.run_worker(subscription, publisher).await }));
+        }
+        Ok(handles)
+    }
+
+    /// Dispatches every delivery of `subscription` until it ends.
+    pub async fn run_worker<S: Subscription>(&self, mut subscription: S, publisher: P) {
+        while let Some(delivery) = subscription.next().await {
+            self.dispatch(delivery, &publisher).await;
+        }
+    }
+
+    /// Dispatches one delivery: routes it by `to` (no handler: a waiting collector takes it, or
+    /// it is a dead letter), runs the handler with panics contained, and settles it: products
+    /// with a domain go to the domained-events callback (awaited) or are kept, the others are
+    /// published by the ack; a transient failure is nacked with the retry delay; a dead letter
+    /// is reported, then terminated.
+    pub async fn dispatch<D: Delivery>(&self, delivery: D, publisher: &P) {
+        let attempt = delivery.attempt();
+        let Some(handler) = delivery.event().to().and_then(|to| self.routes.get(to)) else {
+            self.unrouted(delivery).await;
+            return;
+        };
+        bump(&self.counters.delivered);
+        let outcome = {
+            let event = delivery.event();
+            // Through `&dyn`, not `&Arc<dyn>`: the `Arc` is itself a handler, one layer more.
+            let handler: &dyn DynEventHandler = &**handler;
+            match catch(|| handler.execute_dyn(event)) {
+                Ok(execution) => CatchPanic(execution).await,
+                Err(message) => Err(message),
+            }
+        };
+        match Settlement::classify(outcome, attempt, &self.retry) {
+            Settlement::Ack(produced) => {
+                let produced = self.divert(produced, publisher).await;
+                self.settled("ack", delivery.ack(produced).await);
+            }
+            Settlement::Retry(delay) => {
+                bump(&self.counters.retried);
+                tracing::debug!(event_id = delivery.event().id(), attempt, ?delay, "transient failure: retrying");
+                self.settled("nack", delivery.nack(delay).await);
+            }
+            Settlement::DeadLetter(reason) => self.terminate(delivery, reason).await,
+        }
+    }
+
+    /// A delivery no handler listens on: collected if someone waits on its `to`, else a dead
+    /// letter.
+    async fn unrouted<D: Delivery>(&self, delivery: D) {
+        if self.collectors.collect(delivery.event()) {
+            bump(&self.counters.collected);
+            self.settled("ack", delivery.ack(Vec::new()).await);
+            return;
+        }
+        let to = delivery.event().to().unwrap_or_default().to_owned();
+        self.terminate(delivery, DeadLetterReason::NoHandler { to }).await;
+    }
+
+    /// Reports a dead letter, then terminates its delivery.
+    async fn terminate<D: Delivery>(&self, delivery: D, reason: DeadLetterReason) {
+        let text = reason.to_string();
+        self.report(delivery.event().clone(), reason);
+        self.settled("terminate", delivery.terminate(text).await);
+    }
+
+    fn report(&self, event: Event, reason: DeadLetterReason) {
+        bump(&self.counters.dead_lettered);
+        self.dead_letters.report(event, reason);
+    }
+
+    /// Logs and counts a failed settlement (the transport will deliver the event again).
+    fn settled(&self, what: &'static str, result: Result<(), TransportError>) {
+        if let Err(error) = result {
+            bump(&self.counters.settle_failures);
+            tracing::error!(settlement = what, %error, "the transport failed to settle a delivery");
+        }
+    }
+
+    /// Sorts the products: domained ones go to the callback (awaited, a panic is a dead letter)
+    /// or are kept; one without `to` is a dead letter; the rest are returned, in order, to be
+    /// published.
+    async fn divert(&self, produced: Vec<Event>, publisher: &P) -> Vec<Event> {
+        let mut publish = Vec::with_capacity(produced.len());
+        for event in produced {
+            bump(&self.counters.produced);
+            let Some(domain) = event.domain().map(str::to_owned) else {
+                if event.to().is_some() {
+                    publish.push(event);
+                } else {
+                    self.report(event, DeadLetterReason::MissingTo);
+                }
+                continue;
+            };
+            bump(&self.counters.domained);
+            let domained = DomainedEvent { domain, event };
+            let Some(callback) = &self.domained.callback else {
+                self.domained.keep(domained);
+                continue;
+            };
+            // Kept only to report the event if the callback panics.
+            let copy = domained.event.clone();
+            let outcome = match catch(|| callback(domained, publisher.clone())) {
+                Ok(future) => CatchPanic(future).await,
+                Err(message) => Err(message),
+            };
+            if let Err(message) = outcome {
+                self.report(copy, DeadLetterReason::CallbackPanicked { message });
+            }
+        }
+        publish
+    }
+}
+
+/// A handler's topic, called on the trait object itself (not on the `Arc`, which is a handler
+/// too).
+fn topic_of(handler: &dyn DynEventHandler) -> &str {
+    handler.source_dyn()
+}
+
+impl<P> fmt::Debug for Dispatcher<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dispatcher")
+            .field("topics", &self.routes.keys().collect::<Vec<_>>())
+            .field("retry", &self.retry)
+            .field("dead_letters", &self.dead_letters)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,36 @@
+//! The runtime: what runs handlers on the deliveries of a [`Transport`](crate::transport::Transport),
+//! the same for every transport.
+//!
+//! * [`Dispatcher`] routes each delivery to the handler of its `to`, runs it with panics
+//!   contained, and settles the delivery by [`Settlement::classify`], the one settlement rule:
+//!   success → the products are published by the ack; a transient failure (a transaction
+//!   violation: lock denied, store failing) → nack, tried again after an exponential, fully
+//!   jittered delay ([`RetryPolicy`]) up to a limit, then a dead letter
+//!   ([`DeadLetterReason::RetriesExhausted`]); a permanent failure (contract, configuration or
+//!   execution violation, a panic, no handler) → a dead letter with its reason.
+//! * [`DeadLetters`] logs every dead letter with `tracing::warn!`, then hands it to a callback
+//!   or keeps it in a bounded buffer (the oldest dropped first, and counted).
+//! * Produced events with a `domain` are not published: they go to a callback with a
+//!   publisher to reply with ([`DomainedFn`]), or are kept ([`DomainedEvent`]).
+//!
+//! The in-process [`Broker`](crate::broker::Broker) is this dispatcher on an
+//! [`InProcessTransport`](crate::transport::InProcessTransport).
+
+pub(crate) mod collectors;
+mod dead_letters;
+mod dispatcher;
+mod domained;
+mod retry;
+mod settlement;
+
+use std::future::Future;
+use std::pin::Pin;
+
+pub use dead_letters::{DEFAULT_DEAD_LETTER_CAPACITY, DeadLetter, DeadLetterReason, DeadLetters, ErrorFn};
+pub use dispatcher::{DispatchStats, Dispatcher, DispatcherError};
+pub use domained::{DomainedEvent, DomainedFn};
+pub use retry::RetryPolicy;
+pub use settlement::{Outcome, Settlement, is_transient};
+
+/// A boxed `Send` future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;

@@ -1,0 +1,381 @@
+//! [`Inner`]: the shared state of an [`InProcessTransport`](super::InProcessTransport) and the
+//! waiting around it.
+//!
+//! One mutex guards the [`Lanes`], the retry heap, the closed flag and the log; it is held only
+//! for a few map operations, never across an `await` or a user callback. Three [`Notify`]s
+//! replace polling: `work` (a lane became ready, a retry became due earlier, or the consumers
+//! should stop), `idle` (nothing queued, nothing out) and `space` (a queue slot was freed, for
+//! waiting publishers). Every waiter registers its `Notified` before it checks the state, so no
+//! wake-up is lost. Retries wait in a heap ordered by due time; a consumer waiting in `next`
+//! sleeps until the earliest one is due and moves the due ones back to the front of their lanes.
+
+use std::cmp::{Ordering as CmpOrdering, Reverse};
+use std::collections::BinaryHeap;
+use std::pin::pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::TransportStats;
+use super::lanes::{Job, Lanes};
+use crate::event::Event;
+use crate::transport::{Topics, TransportError};
+use crate::util::lock;
+
+/// A nacked event waiting for its retry delay; its lane stays busy meanwhile.
+struct Delayed {
+    due: Instant,
+    job: Job,
+}
+
+impl PartialEq for Delayed {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == CmpOrdering::Equal
+    }
+}
+impl Eq for Delayed {}
+impl PartialOrd for Delayed {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Delayed {
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        (self.due, self.job.entry.seq).cmp(&(other.due, other.job.entry.seq))
+    }
+}
+
+struct State {
+    lanes: Lanes,
+    /// Nacked events by due time (earliest first). They count in `lanes.out()`.
+    delayed: BinaryHeap<Reverse<Delayed>>,
+    closed: bool,
+    /// Every accepted event, in acceptance order, when logging is on.
+    log: Option<Vec<Event>>,
+    /// Tasks in `publish` waiting for a free slot.
+    space_waiters: usize,
+}
+
+#[derive(Default)]
+struct Counters {
+    published: AtomicU64,
+    acked: AtomicU64,
+    nacked: AtomicU64,
+    terminated: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64, by: usize) {
+    counter.fetch_add(u64::try_from(by).unwrap_or(u64::MAX), Ordering::Relaxed);
+}
+
+pub(super) struct Inner {
+    state: Mutex<State>,
+    work: Notify,
+    idle: Notify,
+    space: Notify,
+    pub(super) capacity: usize,
+    publish_timeout: Option<Duration>,
+    /// Live `Topics::Only` subscriptions: while there are any, a ready lane wakes every waiting
+    /// consumer (the one woken might not listen on its topic), not just one.
+    filtered: AtomicUsize,
+    counters: Counters,
+}
+
+/// Refuses a batch in which some event has no `to`.
+fn check_to(events: &[Event]) -> Result<(), TransportError> {
+    match events.iter().find(|event| event.to().is_none()) {
+        Some(event) => Err(TransportError::MissingTo { id: event.id().to_owned() }),
+        None => Ok(()),
+    }
+}
+
+impl Inner {
+    pub(super) fn new(capacity: usize, publish_timeout: Option<Duration>, log: bool) -> Self {
+        Self {
+            state: Mutex::new(State {
+                lanes: Lanes::default(),
+                delayed: BinaryHeap::new(),
+                closed: false,
+                log: log.then(Vec::new),
+                space_waiters: 0,
+            }),
+            work: Notify::new(),
+            idle: Notify::new(),
+            space: Notify::new(),
+            capacity,
+            publish_timeout,
+            filtered: AtomicUsize::new(0),
+            counters: Counters::default(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    /// Wakes consumers after a lane became ready.
+    fn wake_work(&self) {
+        if self.filtered.load(Ordering::Relaxed) > 0 {
+            self.work.notify_waiters();
+        } else {
+            self.work.notify_one();
+        }
+    }
+
+    pub(super) fn subscribe(&self, topics: &Topics) {
+        if matches!(topics, Topics::Only(_)) {
+            self.filtered.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(super) fn unsubscribe(&self, topics: &Topics) {
+        if matches!(topics, Topics::Only(_)) {
+            self.filtered.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Puts accepted events in their lanes (and the log), and wakes consumers.
+    fn admit(&self, mut state: MutexGuard<'_, State>, events: Vec<Event>) {
+        let count = events.len();
+        if let Some(log) = &mut state.log {
+            log.extend(events.iter().cloned());
+        }
+        let mut ready = false;
+        for event in events {
+            ready |= state.lanes.push(event);
+        }
+        drop(state);
+        bump(&self.counters.published, count);
+        if ready {
+            self.wake_work();
+        }
+    }
+
+    /// Publishes from outside without waiting: [`TransportError::Full`] when `capacity` events
+    /// already wait.
+    pub(super) fn try_publish(&self, events: Vec<Event>) -> Result<(), TransportError> {
+        check_to(&events)?;
+        let state = self.state();
+        if state.closed {
+            return Err(TransportError::Closed);
+        }
+        if state.lanes.queued() >= self.capacity {
+            return Err(TransportError::Full { capacity: self.capacity, waited: Duration::ZERO });
+        }
+        self.admit(state, events);
+        Ok(())
+    }
+
+    /// Publishes from outside, waiting while `capacity` events wait (up to the publish timeout).
+    pub(super) async fn publish(&self, events: Vec<Event>) -> Result<(), TransportError> {
+        check_to(&events)?;
+        match self.publish_timeout {
+            None => self.publish_waiting(events).await,
+            Some(limit) => tokio::time::timeout(limit, self.publish_waiting(events))
+                .await
+                .unwrap_or(Err(TransportError::Full { capacity: self.capacity, waited: limit })),
+        }
+    }
+
+    async fn publish_waiting(&self, events: Vec<Event>) -> Result<(), TransportError> {
+        let mut waiting: Option<SpaceWaiter<'_>> = None;
+        loop {
+            let mut notified = pin!(self.space.notified());
+            notified.as_mut().enable();
+            {
+                let mut state = self.state();
+                if state.closed {
+                    return Err(TransportError::Closed);
+                }
+                if state.lanes.queued() < self.capacity {
+                    if let Some(waiter) = &mut waiting {
+                        // Under the lock already: un-count here, not in `Drop`.
+                        state.space_waiters -= 1;
+                        waiter.counted = false;
+                    }
+                    let more = state.space_waiters > 0 && state.lanes.queued() + events.len() < self.capacity;
+                    self.admit(state, events);
+                    if more {
+                        // Room is left: pass it on to another waiting publisher.
+                        self.space.notify_one();
+                    }
+                    return Ok(());
+                }
+                if waiting.is_none() {
+                    state.space_waiters += 1;
+                    waiting = Some(SpaceWaiter { inner: self, counted: true });
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Publishes what a settled delivery produced: over capacity and after `close` too.
+    pub(super) fn admit_products(&self, events: Vec<Event>) -> Result<(), TransportError> {
+        check_to(&events)?;
+        if !events.is_empty() {
+            self.admit(self.state(), events);
+        }
+        Ok(())
+    }
+
+    /// The next event of `topics`, waiting for one; `None` once closed and drained.
+    pub(super) async fn next(&self, topics: &Topics) -> Option<Job> {
+        loop {
+            let mut notified = pin!(self.work.notified());
+            notified.as_mut().enable();
+            let next_due = {
+                let mut state = self.state();
+                let now = Instant::now();
+                let mut promoted = false;
+                while state.delayed.peek().is_some_and(|Reverse(d)| d.due <= now) {
+                    if let Some(Reverse(delayed)) = state.delayed.pop() {
+                        promoted |= state.lanes.requeue(delayed.job);
+                    }
+                }
+                if let Some(job) = state.lanes.take(topics) {
+                    let more = promoted || state.lanes.has_ready();
+                    let space = state.space_waiters > 0;
+                    drop(state);
+                    if more {
+                        // Pass the baton: another idle consumer can take the next ready lane.
+                        self.wake_work();
+                    }
+                    if space {
+                        self.space.notify_one();
+                    }
+                    return Some(job);
+                }
+                if promoted {
+                    // Ready for another topic's consumers.
+                    self.wake_work();
+                }
+                if state.closed && state.lanes.is_idle() {
+                    return None;
+                }
+                state.delayed.peek().map(|Reverse(d)| d.due)
+            };
+            match next_due {
+                Some(due) => {
+                    tokio::select! {
+                        () = notified => {}
+                        () = tokio::time::sleep_until(due) => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+
+    /// Settles a job for good (acked or terminated).
+    pub(super) fn release(&self, job: &Job, acked: bool) {
+        let mut state = self.state();
+        let ready = state.lanes.release(&job.lane);
+        self.after_settle(state, ready);
+        bump(if acked { &self.counters.acked } else { &self.counters.terminated }, 1);
+    }
+
+    /// Puts a job back: at once (`delay` zero) or once `delay` has passed.
+    pub(super) fn retry(&self, job: Job, delay: Duration, counted: bool) {
+        if counted {
+            bump(&self.counters.nacked, 1);
+        }
+        let mut state = self.state();
+        if delay.is_zero() {
+            let ready = state.lanes.requeue(job);
+            self.after_settle(state, ready);
+            return;
+        }
+        // A delay too large for the clock waits "forever" (about 30 years).
+        let now = Instant::now();
+        let due = now
+            .checked_add(delay)
+            .or_else(|| now.checked_add(Duration::from_secs(30 * 365 * 24 * 3600)))
+            .unwrap_or(now);
+        state.delayed.push(Reverse(Delayed { due, job }));
+        drop(state);
+        // A consumer may be sleeping until a later due time: let one recompute.
+        self.work.notify_one();
+    }
+
+    fn after_settle(&self, state: MutexGuard<'_, State>, ready: bool) {
+        let idle = state.lanes.is_idle();
+        let closed = state.closed;
+        drop(state);
+        if ready {
+            self.wake_work();
+        }
+        if idle {
+            self.idle.notify_waiters();
+            if closed {
+                self.work.notify_waiters();
+            }
+        }
+    }
+
+    /// Waits until nothing is queued, nothing delivered and unsettled, no retry pending.
+    pub(super) async fn wait_idle(&self) {
+        loop {
+            let mut notified = pin!(self.idle.notified());
+            notified.as_mut().enable();
+            if self.state().lanes.is_idle() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    pub(super) fn close(&self) {
+        let mut state = self.state();
+        state.closed = true;
+        let idle = state.lanes.is_idle();
+        drop(state);
+        self.space.notify_waiters();
+        if idle {
+            self.work.notify_waiters();
+        }
+    }
+
+    pub(super) fn is_closed(&self) -> bool {
+        self.state().closed
+    }
+
+    pub(super) fn stats(&self) -> TransportStats {
+        let (queued, out, delayed) = {
+            let state = self.state();
+            (state.lanes.queued(), state.lanes.out(), state.delayed.len())
+        };
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        TransportStats {
+            queued,
+            in_flight: out.saturating_sub(delayed),
+            delayed,
+            published: get(&self.counters.published),
+            acked: get(&self.counters.acked),
+            nacked: get(&self.counters.nacked),
+            terminated: get(&self.counters.terminated),
+        }
+    }
+
+    pub(super) fn take_log(&self) -> Vec<Event> {
+        self.state().log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+}
+
+/// Counts a task in `publish` as waiting for space until it is dropped (also on cancellation
+/// and timeout), so consumers signal `space` only when someone listens.
+struct SpaceWaiter<'a> {
+    inner: &'a Inner,
+    counted: bool,
+}
+
+impl Drop for SpaceWaiter<'_> {
+    fn drop(&mut self) {
+        if self.counted {
+            self.inner.state().space_waiters -= 1;
+        }
+    }
+}

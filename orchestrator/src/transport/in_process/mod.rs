@@ -1,0 +1,166 @@
+//! [`InProcessTransport`]: the transport of one process, an in-memory queue with per-(topic,
+//! subject) lanes.
+//!
+//! * **Ordering.** Events with the same `to` and the same subject are delivered one at a time,
+//!   in publish order: the next is delivered once the previous one is settled (acked,
+//!   terminated, or nacked and delivered again). Other lanes are delivered meanwhile. A
+//!   consumer takes the oldest queued event whose lane is free, so one consumer sees plain FIFO.
+//! * **Backpressure.** [`Transport::publish`] waits while `capacity` events are queued (events
+//!   delivered and not settled do not count), for at most
+//!   [`InProcessConfig::publish_timeout`], then fails with [`TransportError::Full`].
+//! * **Products are never refused.** [`Delivery::ack`] queues what the delivery produced even
+//!   over capacity, and after [`Transport::close`]: they are part of work already accepted, and
+//!   waiting there would deadlock once every consumer is blocked on a full queue. **Memory
+//!   bound:** outside publishers wait while `queued >= capacity`, so the queue holds at most
+//!   `capacity`, plus one batch per waiting publisher, plus what in-flight work produces.
+//! * **Retries.** [`Delivery::nack`] puts the event back at the front of its lane once the delay
+//!   has passed; the lane stays busy meanwhile (per-subject order is kept), and the event counts
+//!   as in flight, so [`InProcessTransport::wait_idle`] waits for pending retries. A delivery
+//!   dropped unsettled is put back at once.
+//! * **Close.** After [`Transport::close`], outside publishes fail with
+//!   [`TransportError::Closed`]; subscriptions receive what is queued (and what it produces)
+//!   and their `next` returns `None` once nothing is queued, delivered or waiting for a retry.
+//!
+//! Nothing sleeps or polls: waiting is done with [`tokio::sync::Notify`] (and, for retries, a
+//! timer until the earliest is due).
+
+mod delivery;
+mod inner;
+mod lanes;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use delivery::{InProcessDelivery, InProcessSubscription};
+
+use super::{Topics, Transport, TransportError};
+use crate::event::Event;
+#[cfg(doc)]
+use crate::transport::Delivery;
+use inner::Inner;
+
+/// The default capacity (Arvo's `createSimpleEventBroker` uses the same).
+pub const DEFAULT_CAPACITY: usize = 1000;
+
+/// Settings of an [`InProcessTransport`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InProcessConfig {
+    /// How many events may be queued before outside publishers wait. At least 1. Default
+    /// [`DEFAULT_CAPACITY`].
+    pub capacity: usize,
+    /// How long [`Transport::publish`] waits while the queue is full before it fails with
+    /// [`TransportError::Full`]; `None` (the default) waits as long as needed.
+    pub publish_timeout: Option<Duration>,
+    /// Records every accepted event, in acceptance order, for
+    /// [`InProcessTransport::take_log`]. Off by default: the log grows until it is taken.
+    pub log: bool,
+}
+
+impl Default for InProcessConfig {
+    fn default() -> Self {
+        Self { capacity: DEFAULT_CAPACITY, publish_timeout: None, log: false }
+    }
+}
+
+/// What an [`InProcessTransport`] holds now and has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TransportStats {
+    /// Events waiting for a consumer now.
+    pub queued: usize,
+    /// Events delivered and not settled now.
+    pub in_flight: usize,
+    /// Nacked events waiting for their retry delay now.
+    pub delayed: usize,
+    /// Events accepted so far (published from outside, or produced by an acked delivery).
+    pub published: u64,
+    /// Deliveries acked so far.
+    pub acked: u64,
+    /// Deliveries nacked so far (not counting deliveries dropped unsettled).
+    pub nacked: u64,
+    /// Deliveries terminated so far.
+    pub terminated: u64,
+}
+
+/// The in-process transport (see the [module documentation](self)). Cloning is cheap and shares
+/// the queue.
+#[derive(Clone)]
+pub struct InProcessTransport {
+    inner: Arc<Inner>,
+}
+
+impl InProcessTransport {
+    /// A transport with these settings. Fails with [`TransportError::InvalidConfig`] when the
+    /// capacity is 0.
+    pub fn new(config: InProcessConfig) -> Result<Self, TransportError> {
+        if config.capacity == 0 {
+            return Err(TransportError::InvalidConfig { message: "capacity must be at least 1".to_owned() });
+        }
+        Ok(Self { inner: Arc::new(Inner::new(config.capacity, config.publish_timeout, config.log)) })
+    }
+
+    /// Joins the competing consumers of `topics` (what [`Transport::subscribe`] does, without
+    /// an `await`).
+    pub fn subscription(&self, topics: Topics) -> InProcessSubscription {
+        self.inner.subscribe(&topics);
+        InProcessSubscription { inner: Arc::clone(&self.inner), topics }
+    }
+
+    /// Publishes without waiting: fails with [`TransportError::Full`] (waited zero) when
+    /// `capacity` events are queued, otherwise as [`Transport::publish`].
+    pub fn try_publish(&self, events: Vec<Event>) -> Result<(), TransportError> {
+        self.inner.try_publish(events)
+    }
+
+    /// Waits until nothing is queued, nothing is delivered and unsettled, and no retry is
+    /// pending.
+    pub async fn wait_idle(&self) {
+        self.inner.wait_idle().await;
+    }
+
+    /// Whether [`Transport::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// The capacity.
+    pub fn capacity(&self) -> usize {
+        self.inner.capacity
+    }
+
+    /// The counters and gauges now.
+    pub fn stats(&self) -> TransportStats {
+        self.inner.stats()
+    }
+
+    /// Every event accepted since the last call, in acceptance order; empty unless
+    /// [`InProcessConfig::log`] is on.
+    pub fn take_log(&self) -> Vec<Event> {
+        self.inner.take_log()
+    }
+}
+
+impl Transport for InProcessTransport {
+    type Subscription = InProcessSubscription;
+
+    async fn publish(&self, events: Vec<Event>) -> Result<(), TransportError> {
+        self.inner.publish(events).await
+    }
+
+    async fn subscribe(&self, topics: Topics) -> Result<InProcessSubscription, TransportError> {
+        Ok(self.subscription(topics))
+    }
+
+    fn close(&self) {
+        self.inner.close();
+    }
+}
+
+impl fmt::Debug for InProcessTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InProcessTransport")
+            .field("capacity", &self.capacity())
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
