@@ -20,6 +20,7 @@ pub(crate) mod collectors;
 mod dead_letters;
 mod dispatcher;
 mod domained;
+pub mod node;
 mod retry;
 mod settlement;
 
@@ -29,6 +30,7 @@ use std::pin::Pin;
 pub use dead_letters::{DEFAULT_DEAD_LETTER_CAPACITY, DeadLetter, DeadLetterReason, DeadLetters, ErrorFn};
 pub use dispatcher::{DispatchStats, Dispatcher, DispatcherError};
 pub use domained::{DomainedEvent, DomainedFn};
+pub use node::{MissingService, Node, NodeBuilder, NodeError, TimerSettings, WorkflowStatus};
 pub use retry::RetryPolicy;
 pub use settlement::{Outcome, Settlement, is_transient};
 

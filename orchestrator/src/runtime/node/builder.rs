@@ -279,12 +279,15 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         } else {
             Topics::Only(dispatcher.topics().map(str::to_owned).collect())
         };
-        let workers = dispatcher.spawn_workers(&*transport, topics, self.workers, Arc::clone(&transport)).await?;
+        let workers =
+            dispatcher.spawn_workers(&*transport, topics, self.workers, Arc::clone(&transport)).await?;
         let recovered = left.len();
         for batch in left.chunks(256) {
             transport.publish(batch.to_vec()).await?;
         }
-        let timers = self.timers.map(|settings| spawn_timers(Arc::clone(&self.store), Arc::clone(&transport), settings));
+        let timers = self
+            .timers
+            .map(|settings| spawn_timers(Arc::clone(&self.store), Arc::clone(&transport), settings));
         Ok(Node {
             store: self.store,
             transport,
@@ -305,13 +308,15 @@ fn check_services(
     workflows: &[(String, Vec<&'static VersionedContract>)],
     remote: &[String],
 ) -> Result<(), NodeError> {
-    let handled = |topic: &str| handlers.iter().any(|h| h.source_dyn() == topic) || remote.iter().any(|r| r == topic);
+    let handled =
+        |topic: &str| handlers.iter().any(|h| h.source_dyn() == topic) || remote.iter().any(|r| r == topic);
     let mut missing = Vec::new();
     for (orchestrator, services) in workflows {
         for service in services {
             let topic = service.accepts().event_type();
             if !handled(topic) && !missing.iter().any(|m: &MissingService| m.service == topic) {
-                missing.push(MissingService { orchestrator: orchestrator.clone(), service: topic.to_owned() });
+                missing
+                    .push(MissingService { orchestrator: orchestrator.clone(), service: topic.to_owned() });
             }
         }
     }
@@ -348,11 +353,12 @@ fn spawn_timers<M: Memory<WorkflowRecord> + 'static, T: Transport>(
     let join = tokio::spawn(async move {
         loop {
             let mut due = Vec::new();
-            match timers.fire_due(|event| {
-                due.push(event);
-                Ok::<(), ()>(())
-            })
-            .await
+            match timers
+                .fire_due(|event| {
+                    due.push(event);
+                    Ok::<(), ()>(())
+                })
+                .await
             {
                 Ok(_) if !due.is_empty() => {
                     if let Err(e) = transport.publish(due).await {

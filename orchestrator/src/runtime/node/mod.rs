@@ -9,7 +9,7 @@
 //! use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 //! use orchestrator::prelude::*;
 //! use orchestrator::runtime::{Node, WorkflowStatus};
-//! # use orchestrator::handler::ServiceHandler;
+//! use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
 //! # #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 //! # pub struct Operands { pub a: f64, pub b: f64 }
 //! # #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -46,8 +46,11 @@
 //! #         },
 //! #     }
 //! # }
-//! let add = ServiceHandler::builder::<AddV1>()
-//!     .version::<AddV1, _, _>(|input| async move { Ok(Sum { sum: input.data.a + input.data.b }) })
+//! let add = ServiceHandler::<Add>::builder()
+//!     .version(|input: ServiceInput<AddV1>| async move {
+//!         let Operands { a, b } = input.payload;
+//!         Ok(Emit::new(Sum { sum: a + b }))
+//!     })
 //!     .build()?;
 //! let store = Arc::new(InMemory::<WorkflowRecord>::default());
 //! let node = Node::builder(Arc::clone(&store))
@@ -148,7 +151,10 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> Node<M, T> {
     /// node ([`NodeError::NotAClient`] otherwise: its completion would never reach this node).
     pub async fn run(&self, init: Event) -> Result<Event, NodeError> {
         if !self.clients.iter().any(|c| c == init.source()) {
-            return Err(NodeError::NotAClient { id: init.id().to_owned(), source_topic: init.source().to_owned() });
+            return Err(NodeError::NotAClient {
+                id: init.id().to_owned(),
+                source_topic: init.source().to_owned(),
+            });
         }
         let subject = self.start(init).await?;
         Ok(self.wait(&subject).await)
