@@ -47,7 +47,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::{WorkflowRecord, wake_type};
-use crate::broker::BrokerHandle;
+use crate::transport::{Transport, TransportError};
 use crate::event::{Event, EventError};
 use crate::memory::{Memory, MemoryError};
 use crate::subject::{Subject, SubjectError};
@@ -58,6 +58,9 @@ pub enum TimerError {
     /// The memory could not list the due workflows.
     #[error("cannot list the due workflows: {0}")]
     Memory(#[from] MemoryError),
+    /// The transport refused the wake-ups.
+    #[error("cannot publish the wake-ups: {0}")]
+    Transport(#[from] TransportError),
     /// A due workflow's id is not an orchestration subject.
     #[error("workflow {id:?} has a timer but its id is not an orchestration subject: {source}")]
     Subject {
@@ -162,19 +165,31 @@ impl<M: Memory<WorkflowRecord> + 'static> Timers<M> {
         Ok(published)
     }
 
-    /// Runs passes every tick in a tokio task, publishing to `broker`, until
-    /// [`TimerTask::stop`]. A failed pass is reported to `on_error` and retried at the next tick.
-    pub fn spawn(
+    /// Runs passes every tick in a tokio task, publishing to `transport`, until
+    /// [`TimerTask::stop`]. A failed pass is reported to `on_error` and retried at the next tick
+    /// (a wake-up the transport refused is published again once its claim lapses).
+    pub fn spawn<T: Transport>(
         self,
-        broker: BrokerHandle,
+        transport: T,
         on_error: impl Fn(TimerError) + Send + Sync + 'static,
     ) -> TimerTask {
         let stop = Arc::new(Notify::new());
         let stopped = Arc::clone(&stop);
         let join = tokio::spawn(async move {
             loop {
-                if let Err(e) = self.fire_due(|event| broker.publish(event)).await {
-                    on_error(e);
+                let mut due = Vec::new();
+                let pass = self.fire_due(|event| {
+                    due.push(event);
+                    Ok::<(), ()>(())
+                });
+                match pass.await {
+                    Ok(_) if !due.is_empty() => {
+                        if let Err(e) = transport.publish(due).await {
+                            on_error(TimerError::Transport(e));
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => on_error(e),
                 }
                 tokio::select! {
                     () = stopped.notified() => break,
@@ -194,6 +209,11 @@ pub struct TimerTask {
 }
 
 impl TimerTask {
+    /// Asks the task to stop after its current pass, without waiting.
+    pub fn signal_stop(&self) {
+        self.stop.notify_one();
+    }
+
     /// Stops the task and waits for it to end.
     pub async fn stop(self) {
         self.stop.notify_one();

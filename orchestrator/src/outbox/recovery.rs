@@ -1,9 +1,9 @@
 //! Publishing through the outbox, and redelivering what it holds after a restart.
 
 use super::Outbox;
-use crate::broker::{BrokerError, BrokerHandle};
 use crate::event::Event;
 use crate::memory::MemoryError;
+use crate::transport::{Transport, TransportError};
 
 /// Why [`publish`] or [`redeliver`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -11,39 +11,31 @@ pub enum RecoveryError {
     /// The outbox could not be read or written.
     #[error("outbox: {0}")]
     Outbox(#[from] MemoryError),
-    /// The broker refused an event (closed, or the event has no `to`). The event stays in the
-    /// outbox.
-    #[error("broker refused event {id}: {source}")]
-    Broker {
+    /// The transport refused an event (closed, or the event has no `to`). The event stays in
+    /// the outbox.
+    #[error("the transport refused event {id}: {source}")]
+    Transport {
         /// The event's id.
         id: String,
         /// Why.
         #[source]
-        source: BrokerError,
+        source: TransportError,
     },
 }
 
-/// Publishes `event` durably: adds it to `outbox`, then publishes it (waiting for room in the
-/// broker's queue). A crash in between is repaired by [`redeliver`].
-pub async fn publish<O: Outbox>(
-    outbox: &O,
-    broker: &BrokerHandle,
-    event: Event,
-) -> Result<(), RecoveryError> {
+/// Publishes `event` durably: adds it to `outbox`, then publishes it on `transport` (waiting
+/// while it is full). A crash in between is repaired by [`redeliver`].
+pub async fn publish<O: Outbox, T: Transport>(outbox: &O, transport: &T, event: Event) -> Result<(), RecoveryError> {
     outbox.advance(None, std::slice::from_ref(&event)).await?;
     let id = event.id().to_owned();
-    broker.publish_wait(event).await.map_err(|source| RecoveryError::Broker { id, source })
+    transport.publish(vec![event]).await.map_err(|source| RecoveryError::Transport { id, source })
 }
 
 /// Publishes every event in `outbox`, oldest first; returns how many. Call it once at start-up,
 /// before publishing anything else: the events in the outbox then are exactly those a previous
 /// run left in flight. It reads them all (`page` at a time) before publishing the first, so what
 /// the redelivered events produce meanwhile is not published twice.
-pub async fn redeliver<O: Outbox>(
-    outbox: &O,
-    broker: &BrokerHandle,
-    page: usize,
-) -> Result<usize, RecoveryError> {
+pub async fn redeliver<O: Outbox, T: Transport>(outbox: &O, transport: &T, page: usize) -> Result<usize, RecoveryError> {
     let page = page.max(1);
     let mut in_flight = Vec::new();
     loop {
@@ -58,7 +50,7 @@ pub async fn redeliver<O: Outbox>(
     let published = in_flight.len();
     for pending in in_flight {
         let id = pending.event.id().to_owned();
-        broker.publish_wait(pending.event).await.map_err(|source| RecoveryError::Broker { id, source })?;
+        transport.publish(vec![pending.event]).await.map_err(|source| RecoveryError::Transport { id, source })?;
     }
     Ok(published)
 }

@@ -34,6 +34,7 @@
 
 mod error;
 pub mod in_process;
+mod shared;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 

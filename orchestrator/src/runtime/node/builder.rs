@@ -5,8 +5,6 @@ use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 
 use super::clients::{ClientSink, Completions};
 use super::{MissingService, Node, NodeError};
@@ -285,9 +283,13 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         for batch in left.chunks(256) {
             transport.publish(batch.to_vec()).await?;
         }
-        let timers = self
-            .timers
-            .map(|settings| spawn_timers(Arc::clone(&self.store), Arc::clone(&transport), settings));
+        let timers = self.timers.map(|settings| {
+            Timers::new(Arc::clone(&self.store))
+                .with_tick(settings.tick)
+                .with_batch(settings.batch)
+                .with_resend_after(settings.resend_after)
+                .spawn(Arc::clone(&transport), |e| tracing::warn!(error = %e, "a timer pass failed"))
+        });
         Ok(Node {
             store: self.store,
             transport,
@@ -339,41 +341,4 @@ async fn in_flight(outbox: &dyn DynOutbox) -> Result<Vec<Event>, NodeError> {
             return Ok(events);
         }
     }
-}
-
-/// The timer task: claims due wake-ups from the store and publishes them, every tick.
-fn spawn_timers<M: Memory<WorkflowRecord> + 'static, T: Transport>(
-    store: Arc<M>,
-    transport: Arc<T>,
-    settings: TimerSettings,
-) -> (Arc<Notify>, JoinHandle<()>) {
-    let stop = Arc::new(Notify::new());
-    let stopped = Arc::clone(&stop);
-    let timers = Timers::new(store).with_batch(settings.batch).with_resend_after(settings.resend_after);
-    let join = tokio::spawn(async move {
-        loop {
-            let mut due = Vec::new();
-            match timers
-                .fire_due(|event| {
-                    due.push(event);
-                    Ok::<(), ()>(())
-                })
-                .await
-            {
-                Ok(_) if !due.is_empty() => {
-                    if let Err(e) = transport.publish(due).await {
-                        // Still claimed: published again once the claim lapses.
-                        tracing::warn!(error = %e, "publishing due wake-ups failed");
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "reading due wake-ups failed"),
-            }
-            tokio::select! {
-                () = stopped.notified() => break,
-                () = tokio::time::sleep(settings.tick) => {}
-            }
-        }
-    });
-    (stop, join)
 }

@@ -77,7 +77,6 @@ mod status;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 pub use builder::{NodeBuilder, TimerSettings};
@@ -88,6 +87,7 @@ use super::{DeadLetter, Dispatcher};
 use crate::event::Event;
 use crate::memory::Memory;
 use crate::orchestration::WorkflowRecord;
+use crate::orchestration::timers::TimerTask;
 use crate::outbox::DynOutbox;
 use crate::transport::Transport;
 use clients::Completions;
@@ -102,7 +102,7 @@ pub struct Node<M, T: Transport> {
     completions: Arc<Completions>,
     clients: Vec<String>,
     workers: Mutex<Vec<JoinHandle<()>>>,
-    timers: Mutex<Option<(Arc<Notify>, JoinHandle<()>)>>,
+    timers: Mutex<Option<TimerTask>>,
     recovered: usize,
 }
 
@@ -197,9 +197,8 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> Node<M, T> {
     /// finish what is queued (and what it produces), and waits for them. Idempotent.
     pub async fn shutdown(&self) {
         let timers = self.timers.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some((stop, join)) = timers {
-            stop.notify_one();
-            let _ = join.await;
+        if let Some(timers) = timers {
+            timers.stop().await;
         }
         self.transport.close();
         let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(PoisonError::into_inner));
@@ -211,8 +210,8 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> Node<M, T> {
 
 impl<M, T: Transport> Drop for Node<M, T> {
     fn drop(&mut self) {
-        if let Some((stop, _)) = self.timers.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
-            stop.notify_one();
+        if let Some(timers) = self.timers.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            timers.signal_stop();
         }
         self.transport.close();
     }

@@ -1,0 +1,22 @@
+//! A transport shared behind an [`Arc`] is a transport.
+
+use std::sync::Arc;
+
+use super::{Topics, Transport, TransportError};
+use crate::event::Event;
+
+impl<T: Transport> Transport for Arc<T> {
+    type Subscription = T::Subscription;
+
+    async fn publish(&self, events: Vec<Event>) -> Result<(), TransportError> {
+        (**self).publish(events).await
+    }
+
+    async fn subscribe(&self, topics: Topics) -> Result<Self::Subscription, TransportError> {
+        (**self).subscribe(topics).await
+    }
+
+    fn close(&self) {
+        (**self).close();
+    }
+}
