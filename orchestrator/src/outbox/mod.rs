@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 pub use in_memory::InMemoryOutbox;
 pub use outboxed::Outboxed;
-pub use recovery::{RecoveryError, publish, redeliver};
+pub use recovery::{RecoveryError, in_flight, publish, redeliver};
 
 use crate::event::Event;
 use crate::memory::MemoryError;

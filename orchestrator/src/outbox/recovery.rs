@@ -31,26 +31,34 @@ pub async fn publish<O: Outbox, T: Transport>(outbox: &O, transport: &T, event: 
     transport.publish(vec![event]).await.map_err(|source| RecoveryError::Transport { id, source })
 }
 
+/// Every event in `outbox`, oldest first, read `page` at a time.
+pub async fn in_flight<O: Outbox>(outbox: &O, page: usize) -> Result<Vec<Event>, MemoryError> {
+    let page = page.max(1);
+    let mut events = Vec::new();
+    let mut after = 0;
+    loop {
+        let batch = outbox.pending(after, page).await?;
+        let full = batch.len() == page;
+        if let Some(last) = batch.last() {
+            after = last.seq;
+        }
+        events.extend(batch.into_iter().map(|p| p.event));
+        if !full {
+            return Ok(events);
+        }
+    }
+}
+
 /// Publishes every event in `outbox`, oldest first; returns how many. Call it once at start-up,
 /// before publishing anything else: the events in the outbox then are exactly those a previous
 /// run left in flight. It reads them all (`page` at a time) before publishing the first, so what
 /// the redelivered events produce meanwhile is not published twice.
 pub async fn redeliver<O: Outbox, T: Transport>(outbox: &O, transport: &T, page: usize) -> Result<usize, RecoveryError> {
-    let page = page.max(1);
-    let mut in_flight = Vec::new();
-    loop {
-        let after = in_flight.last().map_or(0, |p: &super::Pending| p.seq);
-        let batch = outbox.pending(after, page).await?;
-        let full = batch.len() == page;
-        in_flight.extend(batch);
-        if !full {
-            break;
-        }
-    }
-    let published = in_flight.len();
-    for pending in in_flight {
-        let id = pending.event.id().to_owned();
-        transport.publish(vec![pending.event]).await.map_err(|source| RecoveryError::Transport { id, source })?;
+    let events = in_flight(outbox, page).await?;
+    let published = events.len();
+    for event in events {
+        let id = event.id().to_owned();
+        transport.publish(vec![event]).await.map_err(|source| RecoveryError::Transport { id, source })?;
     }
     Ok(published)
 }

@@ -9,7 +9,6 @@ use std::time::Duration;
 use super::clients::{ClientSink, Completions};
 use super::{MissingService, Node, NodeError};
 use crate::contract::VersionedContract;
-use crate::event::Event;
 use crate::handler::{DynEventHandler, EventHandler};
 use crate::memory::Memory;
 use crate::orchestration::timers::Timers;
@@ -269,7 +268,7 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         let transport = Arc::new(self.transport);
         // Read what a previous run left in flight before any worker produces more.
         let left = match &outbox {
-            Some(outbox) => in_flight(&**outbox).await?,
+            Some(outbox) => crate::outbox::in_flight(outbox, 1_024).await?,
             None => Vec::new(),
         };
         let topics = if self.subscribe_all {
@@ -323,22 +322,4 @@ fn check_services(
         }
     }
     if missing.is_empty() { Ok(()) } else { Err(NodeError::MissingServices(missing)) }
-}
-
-/// Every event in the outbox, oldest first.
-async fn in_flight(outbox: &dyn DynOutbox) -> Result<Vec<Event>, NodeError> {
-    const PAGE: usize = 1_024;
-    let mut events = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = outbox.pending_dyn(after, PAGE).await?;
-        let full = page.len() == PAGE;
-        if let Some(last) = page.last() {
-            after = last.seq;
-        }
-        events.extend(page.into_iter().map(|p| p.event));
-        if !full {
-            return Ok(events);
-        }
-    }
 }
