@@ -2,8 +2,8 @@
 //! payment and shipping services) on the embedded, durable SQLite store, then each finished
 //! workflow's history read back from the journal, and a replay that re-runs the machine over it.
 //!
-//! Every handler is wrapped in [`Outboxed`]: the events in flight are kept in the same file, so a
-//! run killed mid-workflow loses none of them; the next run redelivers them first.
+//! One [`Node`] runs everything. It is durable: the events in flight are kept in the same file,
+//! so a run killed mid-workflow loses none of them; the next run redelivers them first.
 //!
 //! The store is `orchestrator-data/quickstart.sqlite` under the working directory (it survives
 //! the run: inspect it with `orchestrator history` / `orchestrator replay`, printed at the end).
@@ -13,13 +13,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use orchestrator::broker::Broker;
 use orchestrator::memory::Journal;
 use orchestrator::orchestration::replay::Until;
-use orchestrator::orchestration::timers::Timers;
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord, history};
-use orchestrator::outbox::{Outbox, Outboxed, redeliver};
 use orchestrator::prelude::*;
+use orchestrator::runtime::Node;
 use orchestrator_examples::orders::{OrderFlow, OrderInput, OrderOutcome, OrderV1, services};
 use orchestrator_sqlite::SqliteConfig;
 
@@ -34,24 +32,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // their TTL (one live process per owner name).
     let memory = Arc::new(SqliteConfig::new(path).owner("quickstart").open::<WorkflowRecord>()?);
 
-    let orders = Orchestrator::builder(Arc::clone(&memory)).machine::<OrderFlow>().build()?;
-    // Each handler moves its event forward in the outbox (consumed out, produced in) before the
-    // broker sees what it produced.
-    let broker = Broker::builder()
-        .handler(Outboxed::new(orders.clone(), Arc::clone(&memory)))
-        .handler(Outboxed::new(services::inventory()?, Arc::clone(&memory)))
-        .handler(Outboxed::new(services::payment()?, Arc::clone(&memory)))
-        .handler(Outboxed::new(services::shipping()?, Arc::clone(&memory)))
-        .workers(4)
-        .build()?;
-    // What a previous run left in flight (none unless it was killed) goes out first.
-    let recovered = redeliver(&*memory, &broker.handle(), 256).await?;
-    if recovered > 0 {
-        println!("redelivered {recovered} events a previous run left in flight");
+    // One node: the services, the orchestrator, durable timers (the payment's 30 s timeout) and
+    // the outbox (`durable`): every event in flight is kept in the same file, an orchestrator
+    // step commits its state and its outbox step together, and what a killed previous run left
+    // in flight is published again when the node starts. The build fails if a service the
+    // machine calls has no handler.
+    let node = Node::builder(Arc::clone(&memory))
+        .durable()
+        .service(services::inventory()?)
+        .service(services::payment()?)
+        .service(services::shipping()?)
+        .orchestrator(Orchestrator::builder(Arc::clone(&memory)).machine::<OrderFlow>())
+        .client(CLIENT)
+        .build()
+        .await?;
+    if node.recovered() > 0 {
+        println!("redelivered {} events a previous run left in flight", node.recovered());
     }
-    // Durable timers (the payment's 30 s timeout) are delivered by this task.
-    let timers =
-        Timers::new(Arc::clone(&memory)).spawn(broker.handle(), |e| eprintln!("timer pass failed: {e}"));
 
     let run = std::process::id();
     let orders_in = [
@@ -64,20 +61,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (i, (sku, quantity, amount_cents, what)) in orders_in.into_iter().enumerate() {
         let input = OrderInput { order_id: format!("o-{run}-{i}"), sku: sku.into(), quantity, amount_cents };
         let init = EventFactory::<OrderV1>::new().init(input, Event::builder().source(CLIENT))?;
-        memory.advance(None, std::slice::from_ref(&init)).await?; // in flight, durably
-        let done = broker.resolve(init.clone()).await?.ok_or("the workflow did not complete")?;
-        memory.advance(Some(done.id()), &[]).await?; // the completion reached its client
+        // Starts the workflow (durably) and waits for its completion event.
+        let done = node.run(init.clone()).await?;
         let outcome: OrderOutcome = serde_json::from_value(done.data_value().clone())?;
         println!(
-            "  {:<34} {:<9} {}",
+            "  {:<34} {:<9} {:<10} {}",
             what,
             outcome.status,
+            node.status(init.subject()).await?.ok_or("no record")?.to_string(),
             outcome.tracking.or(outcome.reason).unwrap_or_default()
         );
         subjects.push(init.subject().to_owned());
     }
-    timers.stop().await;
-    broker.shutdown().await;
+    node.shutdown().await;
 
     // The history of the first workflow, from the journal (one entry per execution: the event
     // consumed, the state reached, the events emitted).
@@ -87,6 +83,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     print!("{}", history::timeline(&entries));
 
     // Replay: re-run the machine over the journaled events and check every step against it.
+    let orders = Orchestrator::builder(Arc::clone(&memory)).machine::<OrderFlow>().build()?;
     let replayed = orders.lifecycle().replay(&*memory, subject, Until::End, None).await?;
     println!(
         "\nreplay: re-ran {} executions, every state matched the journal; done = {}",

@@ -15,7 +15,7 @@ use orchestrator::domain::Domain;
 use orchestrator::handler::EventHandler;
 use orchestrator::machine::RequestOptions;
 use orchestrator::memory::{
-    InMemory, InMemoryConfig, Lease, Memory, MemoryError, Retention, Stored, Wake, WriteMeta,
+    Acquired, Commit, EventKey, InMemory, InMemoryConfig, Journal, Lease, Memory, MemoryError, Retention, Stored, Wake,
 };
 use orchestrator::orchestration::{
     CoreStep, ExecutionStatus, Lifecycle, Locking, Orchestrator, StepError, StepInput, StepOutput,
@@ -252,12 +252,7 @@ fn client() -> EventBuilder {
 }
 
 fn fast_memory(retention: Retention) -> Mem {
-    InMemory::new(InMemoryConfig {
-        lock_retries: 0,
-        retry_delay: Duration::from_millis(1),
-        retention,
-        ..InMemoryConfig::default()
-    })
+    InMemory::new(InMemoryConfig { retention, ..InMemoryConfig::default() })
 }
 
 fn average_orchestrator(retention: Retention) -> Orchestrator<Mem> {
@@ -450,51 +445,31 @@ async fn locking_never_skips_the_lease() {
     assert_eq!(orc.execute(&init).await.unwrap().len(), 1);
 }
 
-/// A memory whose lock, read and write can be made to fail.
+/// A memory whose acquire (lease and read) and commit can be made to fail.
 #[derive(Default)]
 struct Flaky {
     inner: Mem,
-    fail_lock: AtomicBool,
-    fail_read: AtomicBool,
-    fail_write: AtomicBool,
+    fail_acquire: AtomicBool,
+    fail_commit: AtomicBool,
+    corrupt: AtomicBool,
     unlocks: AtomicUsize,
 }
 
 fn broken(id: &str, what: &str) -> MemoryError {
-    MemoryError::Backend { id: id.to_owned(), source: format!("{what} is broken").into() }
+    MemoryError::Backend { id: id.to_owned(), transient: true, source: format!("{what} is broken").into() }
 }
 
 impl Memory<WorkflowRecord> for Flaky {
     async fn read(&self, id: &str) -> Result<Option<Stored<WorkflowRecord>>, MemoryError> {
-        if self.fail_read.load(Ordering::SeqCst) {
-            return Err(broken(id, "read"));
-        }
         self.inner.read(id).await
     }
 
-    async fn write(
-        &self,
-        id: &str,
-        record: &WorkflowRecord,
-        prev: Option<u64>,
-        lease: Option<&Lease>,
-        meta: &WriteMeta<'_>,
-    ) -> Result<u64, MemoryError> {
-        if self.fail_write.load(Ordering::SeqCst) {
-            return Err(broken(id, "write"));
-        }
-        self.inner.write(id, record, prev, lease, meta).await
-    }
-
     async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
-        if self.fail_lock.load(Ordering::SeqCst) {
-            return Err(broken(id, "lock"));
-        }
         self.inner.lock(id).await
     }
 
-    async fn due(&self, now: std::time::SystemTime, limit: usize) -> Result<Vec<Wake>, MemoryError> {
-        self.inner.due(now, limit).await
+    async fn renew(&self, lease: &Lease) -> Result<Lease, MemoryError> {
+        self.inner.renew(lease).await
     }
 
     async fn unlock(&self, lease: &Lease) -> Result<bool, MemoryError> {
@@ -502,6 +477,41 @@ impl Memory<WorkflowRecord> for Flaky {
         // The lease is released, but the backend reports an error: the lifecycle tolerates it.
         self.inner.unlock(lease).await?;
         Err(broken(&lease.id, "unlock"))
+    }
+
+    async fn acquire(
+        &self,
+        id: &str,
+        event: EventKey<'_>,
+        lock: bool,
+    ) -> Result<Option<Acquired<WorkflowRecord>>, MemoryError> {
+        if self.fail_acquire.load(Ordering::SeqCst) {
+            return Err(broken(id, "lock"));
+        }
+        self.inner.acquire(id, event, lock).await
+    }
+
+    async fn commit(&self, commit: Commit<'_, WorkflowRecord>) -> Result<u64, MemoryError> {
+        if self.fail_commit.load(Ordering::SeqCst) {
+            return Err(broken(commit.id, "write"));
+        }
+        if self.corrupt.load(Ordering::SeqCst) {
+            let source = "undecodable record".into();
+            return Err(MemoryError::Backend { id: commit.id.to_owned(), transient: false, source });
+        }
+        self.inner.commit(commit).await
+    }
+
+    async fn produced(&self, id: &str, event: EventKey<'_>) -> Result<Option<Vec<Event>>, MemoryError> {
+        self.inner.produced(id, event).await
+    }
+
+    async fn claim_due(&self, limit: usize, claim: Duration) -> Result<Vec<Wake>, MemoryError> {
+        self.inner.claim_due(limit, claim).await
+    }
+
+    async fn cleanup(&self, id: &str) -> Result<(), MemoryError> {
+        self.inner.cleanup(id).await
     }
 }
 
@@ -511,31 +521,57 @@ async fn memory_failures_are_transaction_violations_and_always_unlock() {
     let init = average_init(vec![1.0, 2.0]);
     let mem = orc.memory();
 
-    mem.fail_lock.store(true, Ordering::SeqCst);
+    mem.fail_acquire.store(true, Ordering::SeqCst);
     let err = orc.execute(&init).await.unwrap_err();
     assert_eq!(err.transaction_cause(), Some(TransactionCause::LockFailure));
     assert!(err.message().starts_with("Error acquiring lock for event (subject="), "{err}");
     assert!(err.message().ends_with("lock is broken"), "{err}");
     assert_eq!(mem.unlocks.load(Ordering::SeqCst), 0, "nothing to release");
-    mem.fail_lock.store(false, Ordering::SeqCst);
+    mem.fail_acquire.store(false, Ordering::SeqCst);
 
-    mem.fail_read.store(true, Ordering::SeqCst);
-    let err = orc.execute(&init).await.unwrap_err();
-    assert_eq!(err.transaction_cause(), Some(TransactionCause::ReadFailure));
-    assert!(err.message().starts_with("Error reading state for event (subject="), "{err}");
-    assert_eq!(mem.unlocks.load(Ordering::SeqCst), 1);
-    mem.fail_read.store(false, Ordering::SeqCst);
-
-    mem.fail_write.store(true, Ordering::SeqCst);
+    mem.fail_commit.store(true, Ordering::SeqCst);
     let err = orc.execute(&init).await.unwrap_err();
     assert_eq!(err.transaction_cause(), Some(TransactionCause::WriteFailure));
     assert!(err.message().starts_with("Error writing state for event (subject="), "{err}");
-    assert_eq!(mem.unlocks.load(Ordering::SeqCst), 2);
-    mem.fail_write.store(false, Ordering::SeqCst);
+    assert_eq!(mem.unlocks.load(Ordering::SeqCst), 1, "a failed commit leaves the lease to release");
+    mem.fail_commit.store(false, Ordering::SeqCst);
 
-    // Every lease was released: the workflow runs now.
+    // Every lease was released: the workflow runs now, and its commit releases the lease.
     assert_eq!(orc.execute(&init).await.unwrap().len(), 1);
-    assert_eq!(mem.unlocks.load(Ordering::SeqCst), 3);
+    assert_eq!(mem.unlocks.load(Ordering::SeqCst), 1);
+    assert!(mem.lock(init.subject()).await.unwrap().is_some(), "the commit released the lease");
+}
+
+#[tokio::test]
+async fn a_permanent_store_error_is_an_execution_violation() {
+    let orc = Orchestrator::builder(Flaky::default()).machine::<AverageFlow>().build().unwrap();
+    let init = average_init(vec![1.0, 2.0]);
+    orc.memory().corrupt.store(true, Ordering::SeqCst);
+    // Retrying cannot cure an undecodable record: a dead letter, not a retry.
+    let err = orc.execute(&init).await.unwrap_err();
+    assert_eq!(err.kind(), "Execution", "{err}");
+    assert!(err.message().starts_with("Error writing state for event (subject="), "{err}");
+    assert!(err.message().ends_with("undecodable record"), "{err}");
+}
+
+#[tokio::test]
+async fn a_second_init_of_a_running_workflow_starts_nothing_and_writes_nothing() {
+    let orc = average_orchestrator(Retention::Keep);
+    let init = average_init(vec![1.0, 2.0]);
+    orc.execute(&init).await.unwrap();
+    let before = stored(orc.memory(), init.subject()).await.unwrap();
+    // Another init event (a new id) for the same workflow subject.
+    let again = client()
+        .r#type(AVG)
+        .dataschema("#/orc/calc/average/1.0.0")
+        .subject(init.subject())
+        .data_json(json!({ "values": [5.0, 6.0], "parentSubject$$": null }))
+        .build()
+        .unwrap();
+    assert!(orc.execute(&again).await.unwrap().is_empty(), "a second init starts nothing");
+    let after = stored(orc.memory(), init.subject()).await.unwrap();
+    assert_eq!(after.version, before.version, "and writes nothing");
+    assert_eq!(orc.memory().history(init.subject(), 0, 10).await.unwrap().len(), 1, "nor journals anything");
 }
 
 #[tokio::test]

@@ -32,12 +32,7 @@ fn client() -> EventBuilder {
 }
 
 fn fast_memory() -> Mem {
-    InMemory::new(InMemoryConfig {
-        lock_retries: 0,
-        retry_delay: Duration::from_millis(1),
-        retention: Retention::Keep,
-        ..InMemoryConfig::default()
-    })
+    InMemory::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() })
 }
 
 fn average_init(values: Vec<f64>) -> Event {

@@ -91,8 +91,12 @@ orchestrator::machine! {
 
 type Mem = Arc<InMemory<WorkflowRecord>>;
 
-fn memory() -> Mem {
-    Arc::new(InMemory::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() }))
+/// A store and its clock: leases and due wake-ups are judged by the same manual clock the
+/// orchestrators read.
+fn memory_and_clock() -> (Mem, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new(t0()));
+    let config = InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() };
+    (Arc::new(InMemory::new(config).with_clock(Arc::clone(&clock) as Arc<dyn Clock>)), clock)
 }
 
 fn t0() -> SystemTime {
@@ -107,8 +111,8 @@ fn orchestrator(memory: &Mem, clock: &Arc<ManualClock>) -> Orchestrator<Mem> {
         .unwrap()
 }
 
-fn timers(memory: &Mem, clock: &Arc<ManualClock>) -> Timers<Mem> {
-    Timers::new(Arc::clone(memory)).with_clock(Arc::clone(clock) as Arc<dyn Clock>)
+fn timers(memory: &Mem) -> Timers<Mem> {
+    Timers::new(Arc::clone(memory))
 }
 
 fn init(a: f64, b: f64) -> Event {
@@ -126,7 +130,7 @@ async fn due_wakes(timers: &Timers<Mem>) -> Vec<Event> {
     timers
         .fire_due(|e| {
             out.push(e);
-            Ok(())
+            Ok::<(), ()>(())
         })
         .await
         .unwrap();
@@ -155,9 +159,9 @@ impl Client {
 
 #[tokio::test]
 async fn an_after_timer_is_stored_with_the_state_and_fires_when_due_not_before() {
-    let (mem, clock) = (memory(), Arc::new(ManualClock::new(t0())));
+    let (mem, clock) = memory_and_clock();
     let orc = orchestrator(&mem, &clock);
-    let timers = timers(&mem, &clock);
+    let timers = timers(&mem);
     let init = init(3.0, 4.0);
     assert!(orc.execute(&init).await.unwrap().is_empty(), "nothing is requested while waiting");
     let (rec, v1) = record(&mem, init.subject()).await;
@@ -199,9 +203,9 @@ async fn an_after_timer_is_stored_with_the_state_and_fires_when_due_not_before()
 
 #[tokio::test]
 async fn a_due_timer_fires_before_a_later_event_of_the_workflow() {
-    let (mem, clock) = (memory(), Arc::new(ManualClock::new(t0())));
+    let (mem, clock) = memory_and_clock();
     let orc = orchestrator(&mem, &clock);
-    let timers = timers(&mem, &clock);
+    let timers = timers(&mem);
     let init = init(1.0, 2.0);
     orc.execute(&init).await.unwrap();
     clock.advance(Duration::from_secs(5));
@@ -229,7 +233,7 @@ async fn a_due_timer_fires_before_a_later_event_of_the_workflow() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timer_fires_after_the_process_restarts_over_the_same_memory() {
-    let (mem, clock) = (memory(), Arc::new(ManualClock::new(t0())));
+    let (mem, clock) = memory_and_clock();
     let client = Client::default();
     let inits: Vec<Event> = (0..20).map(|i| init(f64::from(i), 10.0)).collect();
 
@@ -259,7 +263,7 @@ async fn a_timer_fires_after_the_process_restarts_over_the_same_memory() {
         .handler(client.clone())
         .build()
         .unwrap();
-    let task = timers(&mem, &clock).with_tick(Duration::from_millis(5)).spawn(broker.handle(), |e| {
+    let task = timers(&mem).with_tick(Duration::from_millis(5)).spawn(broker.handle().transport().clone(), |e| {
         panic!("timer pass failed: {e}");
     });
     let mut done = Vec::new();
@@ -289,7 +293,7 @@ async fn a_timer_fires_after_the_process_restarts_over_the_same_memory() {
 
 #[tokio::test]
 async fn a_wake_up_for_an_unknown_or_finished_workflow_is_ignored() {
-    let (mem, clock) = (memory(), Arc::new(ManualClock::new(t0())));
+    let (mem, clock) = memory_and_clock();
     let orc = orchestrator(&mem, &clock);
     let unknown = wake_event(init(1.0, 1.0).subject(), t0()).unwrap();
     assert!(orc.execute(&unknown).await.unwrap().is_empty());

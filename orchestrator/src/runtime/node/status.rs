@@ -45,3 +45,14 @@ impl WorkflowStatus {
         matches!(self, Self::Done | Self::Failed { .. })
     }
 }
+
+impl std::fmt::Display for WorkflowStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Active => f.write_str("active"),
+            Self::Waiting { until } => write!(f, "waiting until {}", crate::event::time::format_utc(*until)),
+            Self::Done => f.write_str("done"),
+            Self::Failed { error } => write!(f, "failed: {}: {}", error.error_name, error.error_message),
+        }
+    }
+}
