@@ -1,6 +1,6 @@
 //! The write-through record cache: the records this store committed, kept decoded, so that the
-//! lifecycle's read before an execution ([`orchestrator::memory::Memory::lookup`]) needs neither
-//! a read connection nor a JSON decode.
+//! lifecycle's read before an execution ([`orchestrator::memory::Memory::acquire`]) needs neither
+//! a read of the record nor a JSON decode.
 //!
 //! **Validity.** An entry is the record as this store's writer committed it. It stops being the
 //! truth only when another connection (another process, or another store on the same file)
@@ -8,19 +8,19 @@
 //! data_version`, read under the write lock) and moves the [`Epoch`] on, which invalidates every
 //! entry inserted before. So:
 //!
-//! * in one process, a hit is always the current record;
-//! * with a lease ([`orchestrator::orchestration::Locking::Always`]), the lock was granted in a
-//!   group that checked for foreign commits, and nobody else may write the workflow while the
-//!   lease holds: a hit is the current record too;
-//! * without a lease, across processes, a hit may predate another process's commit that the
-//!   writer has not seen yet; the compare-and-swap write that follows the execution then fails
-//!   with `Conflict`, exactly as it would had the other process committed between read and
-//!   write. Nothing is overwritten.
+//! * with a lease (`acquire` with `lock`), the writer takes the lease and, in the same
+//!   operation, checks the entry against the stored version (and that no foreign commit came
+//!   since the entry was made): a hit then is the current record, and a miss is read from the
+//!   write connection in that same operation;
+//! * without a lease, a hit may predate a commit that was not recorded here yet (another
+//!   process's, or one of this process's whose caller has not recorded it yet); the
+//!   compare-and-swap write that follows the execution then fails with `Conflict`, exactly as
+//!   it would had the other commit come between read and write. Nothing is overwritten.
 //!
 //! **Idempotency.** The lookup also answers whether the event was consumed already. For a
 //! workflow whose every write this store saw (it created it and no foreign commit intervened),
-//! the entry keeps a hash of each consumed event id (up to [`MAX_TRACKED_EVENTS`]): an id whose
-//! hash is absent was never consumed, and the journal need not be read. A present hash (a
+//! the entry keeps a hash of each consumed event's `(source, id)` (up to [`MAX_TRACKED_EVENTS`]):
+//! an event whose hash is absent was never consumed, and the journal need not be read. A present hash (a
 //! redelivery, or a collision), an incomplete history or a longer one sends the lookup to the
 //! journal.
 
@@ -29,7 +29,7 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use orchestrator::memory::Stored;
+use orchestrator::memory::{EventKey, Stored};
 
 /// How many consumed event ids the cache tracks per workflow: the cache's memory stays bounded
 /// (at most this many hashes for each of its workflows) whatever the workflows' histories.
@@ -69,6 +69,8 @@ pub(crate) struct Hit<R> {
     /// True when the event was certainly never consumed by the workflow (no journal read
     /// needed); false when the journal must say.
     pub(crate) not_consumed: bool,
+    /// The epoch the entry was made in.
+    pub(crate) epoch: u64,
 }
 
 /// A write just committed, to record in the cache.
@@ -80,8 +82,8 @@ pub(crate) struct Committed<'a, R> {
     pub(crate) version: u64,
     /// The epoch of the group the write committed in.
     pub(crate) epoch: u64,
-    /// The id of the event the write journaled as consumed, if any.
-    pub(crate) consumed: Option<&'a str>,
+    /// The event the write journaled as consumed, if any.
+    pub(crate) consumed: Option<EventKey<'a>>,
 }
 
 /// The write-through record cache of one store (see the [module documentation](self)).
@@ -107,13 +109,13 @@ impl<R> RecordCache<R> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The cached record of `id`, if valid, and whether `event_id` was certainly never consumed.
-    pub(crate) fn get(&self, id: &str, event_id: &str) -> Option<Hit<R>> {
+    /// The cached record of `id`, if valid, and whether `event` was certainly never consumed.
+    pub(crate) fn get(&self, id: &str, event: EventKey<'_>) -> Option<Hit<R>> {
         if self.capacity == 0 {
             return None;
         }
         let epoch = self.epoch.current();
-        let hash = self.hasher.hash_one(event_id);
+        let hash = self.hash(event);
         let mut entries = self.entries();
         let entry = entries.get(id)?;
         if entry.epoch != epoch {
@@ -123,7 +125,13 @@ impl<R> RecordCache<R> {
         Some(Hit {
             stored: Stored { record: Arc::clone(&entry.record), version: entry.version },
             not_consumed: entry.consumed.as_ref().is_some_and(|ids| !ids.contains(&hash)),
+            epoch,
         })
+    }
+
+    /// The hash of an event's identity: its source and its id.
+    fn hash(&self, event: EventKey<'_>) -> u64 {
+        self.hasher.hash_one((event.source, event.id))
     }
 
     /// Records a committed write.
@@ -131,7 +139,7 @@ impl<R> RecordCache<R> {
         if self.capacity == 0 {
             return;
         }
-        let hash = write.consumed.map(|id| self.hasher.hash_one(id));
+        let hash = write.consumed.map(|event| self.hash(event));
         let mut entries = self.entries();
         // One lookup; the key of an entry already there is reused rather than allocated again.
         let (key, old) = match entries.remove_entry(write.id) {
@@ -199,7 +207,11 @@ mod tests {
         consumed: &'a str,
     ) -> Committed<'a, &'static str> {
         let version = prev.map_or(1, |v| v + 1);
-        Committed { id, record, prev, version, epoch, consumed: Some(consumed) }
+        Committed { id, record, prev, version, epoch, consumed: Some(key(consumed)) }
+    }
+
+    fn key(id: &str) -> EventKey<'_> {
+        EventKey { source: "src", id }
     }
 
     #[test]
@@ -207,11 +219,16 @@ mod tests {
         let (cache, _) = cache(10);
         cache.committed(write("wf", "a", None, 0, "e1"));
         cache.committed(write("wf", "b", Some(1), 0, "e2"));
-        let hit = cache.get("wf", "e3").expect("cached");
+        let hit = cache.get("wf", key("e3")).expect("cached");
         assert_eq!((*hit.stored.record, hit.stored.version), ("b", 2));
         assert!(hit.not_consumed, "e3 was never consumed");
-        assert!(!cache.get("wf", "e1").expect("cached").not_consumed, "e1 was: ask the journal");
-        assert!(!cache.get("wf", "e2").expect("cached").not_consumed);
+        assert!(!cache.get("wf", key("e1")).expect("cached").not_consumed, "e1 was: ask the journal");
+        assert!(!cache.get("wf", key("e2")).expect("cached").not_consumed);
+        let elsewhere = EventKey { source: "other", id: "e1" };
+        assert!(
+            cache.get("wf", elsewhere).expect("cached").not_consumed,
+            "e1 from another source is another event"
+        );
     }
 
     #[test]
@@ -219,11 +236,11 @@ mod tests {
         let (cache, epoch) = cache(10);
         cache.committed(write("wf", "a", None, 0, "e1"));
         epoch.advance();
-        assert!(cache.get("wf", "e2").is_none());
+        assert!(cache.get("wf", key("e2")).is_none());
         assert_eq!(cache.len(), 0, "the stale entry is dropped");
         // A write that committed before the advance but is recorded after it stays invalid.
         cache.committed(write("late", "x", None, 0, "e1"));
-        assert!(cache.get("late", "e2").is_none());
+        assert!(cache.get("late", key("e2")).is_none());
     }
 
     #[test]
@@ -232,15 +249,15 @@ mod tests {
         cache.committed(write("wf", "a", None, 0, "e1"));
         // Version 5 after 1: writes happened that this cache did not see.
         cache.committed(write("wf", "f", Some(4), 0, "e5"));
-        let hit = cache.get("wf", "e9").expect("cached");
+        let hit = cache.get("wf", key("e9")).expect("cached");
         assert_eq!(hit.stored.version, 5);
         assert!(!hit.not_consumed, "the history is incomplete: the journal must say");
         // A write recorded late never replaces a later version.
         cache.committed(write("wf", "e", Some(3), 0, "e4"));
-        assert_eq!(cache.get("wf", "e9").expect("cached").stored.version, 5);
+        assert_eq!(cache.get("wf", key("e9")).expect("cached").stored.version, 5);
         // A first write here of a workflow that exists elsewhere has an incomplete history too.
         cache.committed(write("other", "o", Some(7), 0, "e8"));
-        assert!(!cache.get("other", "e1").expect("cached").not_consumed);
+        assert!(!cache.get("other", key("e1")).expect("cached").not_consumed);
     }
 
     #[test]
@@ -251,14 +268,14 @@ mod tests {
         for (v, id) in (1u64..).zip(&ids[1..MAX_TRACKED_EVENTS]) {
             cache.committed(write("wf", "r", Some(v), 0, id));
         }
-        assert!(cache.get("wf", "new").expect("cached").not_consumed, "tracked up to the bound");
+        assert!(cache.get("wf", key("new")).expect("cached").not_consumed, "tracked up to the bound");
         let v = MAX_TRACKED_EVENTS as u64;
         cache.committed(write("wf", "r", Some(v), 0, &ids[MAX_TRACKED_EVENTS]));
-        let hit = cache.get("wf", "new").expect("still cached");
+        let hit = cache.get("wf", key("new")).expect("still cached");
         assert_eq!(hit.stored.version, v + 1);
         assert!(!hit.not_consumed, "past the bound the journal answers");
         cache.committed(write("wf", "r", Some(v + 1), 0, &ids[MAX_TRACKED_EVENTS + 1]));
-        assert!(!cache.get("wf", "new").expect("cached").not_consumed, "and keeps answering");
+        assert!(!cache.get("wf", key("new")).expect("cached").not_consumed, "and keeps answering");
     }
 
     #[test]
@@ -266,19 +283,19 @@ mod tests {
         let (cache, _) = cache(2);
         cache.committed(write("a", "a", None, 0, "e"));
         cache.forget("a");
-        assert!(cache.get("a", "x").is_none());
+        assert!(cache.get("a", key("x")).is_none());
         for id in ["b", "c", "d", "e", "f"] {
             cache.committed(write(id, "r", None, 0, "e"));
             assert!(cache.len() <= 2);
         }
-        assert!(cache.get("f", "x").is_some(), "the newest entry is kept");
+        assert!(cache.get("f", key("x")).is_some(), "the newest entry is kept");
     }
 
     #[test]
     fn a_disabled_cache_keeps_nothing() {
         let (cache, _) = cache(0);
         cache.committed(write("wf", "a", None, 0, "e1"));
-        assert!(cache.get("wf", "e2").is_none());
+        assert!(cache.get("wf", key("e2")).is_none());
         assert_eq!(cache.len(), 0);
     }
 }

@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use orchestrator::memory::{NodeId, Retention};
+
 use crate::{OpenError, SqliteMemory};
 
 /// SQLite's `PRAGMA synchronous` on the write connection (the database is always in WAL mode).
@@ -26,27 +28,11 @@ impl Synchronous {
     }
 }
 
-/// What [`orchestrator::memory::Memory::cleanup`] does with a finished workflow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Retention {
-    /// Keep its record and journal (the default: every workflow keeps a queryable history; the
-    /// database grows with finished workflows).
-    Keep,
-    /// Delete its record and journal at once. A late redelivery of one of its events then finds
-    /// nothing to replay.
-    Remove,
-    /// Delete its record and journal once this long has passed since it finished. The deletion
-    /// happens at a later `cleanup` (of any workflow, by any process sharing the file) or at
-    /// [`SqliteMemory::sweep`].
-    RemoveAfter(Duration),
-    /// Move its record and journal to the archive tables (`workflows_archive`, `journal_archive`),
-    /// readable with [`SqliteMemory::archived`] and [`SqliteMemory::archived_history`]. The archive
-    /// keeps the last finished run of each workflow id.
-    Archive,
-}
-
-/// Settings of a [`SqliteMemory`]. The lock settings follow `InMemoryConfig` (arvo-tools'
-/// concurrent memory): a 120 s lease, 3 lock retries starting at 100 ms, growing ×1.5.
+/// Settings of a [`SqliteMemory`]: a 120 s lease (as `InMemoryConfig`), finished workflows kept
+/// ([`Retention::Keep`]), commits flushed to disk ([`Synchronous::Full`]).
+///
+/// A lock is one attempt (`Ok(None)` when the lease is held elsewhere): the caller (the
+/// runtime's dispatcher) decides when to try again.
 ///
 /// ```
 /// use std::time::Duration;
@@ -54,10 +40,10 @@ pub enum Retention {
 /// let config = SqliteConfig::new("workflows.db")
 ///     .synchronous(Synchronous::Normal)
 ///     .lease_ttl(Duration::from_secs(30))
-///     .lock_retries(5, Duration::from_millis(20), 2.0)
 ///     .retention(Retention::Archive)
+///     .owner("node-a")
 ///     .busy_timeout(Duration::from_secs(10));
-/// assert_eq!(config.lock_retries, 5);
+/// assert_eq!(config.retention, Retention::Archive);
 /// ```
 #[derive(Debug, Clone)]
 pub struct SqliteConfig {
@@ -67,13 +53,14 @@ pub struct SqliteConfig {
     pub synchronous: Synchronous,
     /// How long a lease lasts unless released.
     pub lease_ttl: Duration,
-    /// How many more times `lock` tries when the lease is held, before answering "denied".
-    pub lock_retries: u32,
-    /// The first wait between tries.
-    pub retry_delay: Duration,
-    /// Each further wait is the previous one times this (at least 1).
-    pub backoff: f64,
-    /// What `cleanup` does.
+    /// What happens to a finished workflow (a commit with `finished`, or `cleanup`), in the
+    /// same transaction: [`Retention::Keep`] (the default) keeps its record and journal;
+    /// [`Retention::Remove`] deletes them; [`Retention::RemoveAfter`] deletes them once the
+    /// delay has passed, at a later finishing commit or cleanup (of any workflow, by any process
+    /// sharing the file) or at [`SqliteMemory::sweep`]; [`Retention::Archive`] moves them to
+    /// the archive tables (`workflows_archive`, `journal_archive`), readable with
+    /// [`SqliteMemory::archived`] and [`SqliteMemory::archived_history`] (the archive keeps the
+    /// last finished run of each workflow id).
     pub retention: Retention,
     /// How long a statement waits for another process's write lock before failing.
     pub busy_timeout: Duration,
@@ -103,9 +90,6 @@ impl SqliteConfig {
             path: path.as_ref().to_path_buf(),
             synchronous: Synchronous::Full,
             lease_ttl: Duration::from_secs(120),
-            lock_retries: 3,
-            retry_delay: Duration::from_millis(100),
-            backoff: 1.5,
             retention: Retention::Keep,
             busy_timeout: Duration::from_secs(5),
             max_group: 1024,
@@ -127,15 +111,6 @@ impl SqliteConfig {
     #[must_use]
     pub fn lease_ttl(mut self, ttl: Duration) -> Self {
         self.lease_ttl = ttl;
-        self
-    }
-
-    /// Sets the lock retries: how many, the first delay and the backoff factor.
-    #[must_use]
-    pub fn lock_retries(mut self, retries: u32, delay: Duration, backoff: f64) -> Self {
-        self.lock_retries = retries;
-        self.retry_delay = delay;
-        self.backoff = backoff;
         self
     }
 
@@ -179,6 +154,12 @@ impl SqliteConfig {
     pub fn owner(mut self, owner: impl Into<String>) -> Self {
         self.owner = Some(owner.into());
         self
+    }
+
+    /// Sets [`SqliteConfig::owner`] to the name of `node` (the runtime's node identity).
+    #[must_use]
+    pub fn node(self, node: &NodeId) -> Self {
+        self.owner(node.as_str())
     }
 
     /// Sets [`SqliteConfig::checkpoint_every`] (at least 1 ms).

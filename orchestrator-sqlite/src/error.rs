@@ -114,15 +114,68 @@ pub enum SqliteError {
     ReadTask(String),
 }
 
-/// `MemoryError::Backend` for workflow `id`.
-pub(crate) fn backend(id: &str, source: impl Into<SqliteError>) -> MemoryError {
-    MemoryError::Backend { id: id.to_owned(), source: Box::new(source.into()) }
+impl SqliteError {
+    /// Whether trying again later may succeed: a busy or locked database, a full disk, an I/O
+    /// error, a group rolled back because of another operation, a stopped writer or a failed
+    /// read task. Encoding and decoding errors, invalid stored values and other SQLite errors
+    /// (constraints, corruption, misuse) are permanent.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Sqlite(error) => transient_sqlite(error),
+            Self::Group { source, .. } => transient_sqlite(source),
+            Self::WriterGone | Self::ReadTask(_) => true,
+            Self::Encode { .. } | Self::Decode { .. } | Self::Invalid { .. } => false,
+        }
+    }
 }
 
-/// Rejects ids no backend can store (as `orchestrator`'s own backends do).
-pub(crate) fn check_id(id: &str) -> Result<(), MemoryError> {
-    if id.is_empty() {
-        return Err(MemoryError::InvalidId { id: id.to_owned(), reason: "it is empty" });
+fn transient_sqlite(error: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode;
+    match error {
+        rusqlite::Error::SqliteFailure(e, _) => matches!(
+            e.code,
+            ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::DiskFull
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::OutOfMemory
+                | ErrorCode::CannotOpen
+                // A group rolled back because another of its operations failed midway.
+                | ErrorCode::OperationAborted
+        ),
+        _ => false,
     }
-    Ok(())
+}
+
+/// `MemoryError::Backend` for workflow `id`, transient or not as its cause says.
+pub(crate) fn backend(id: &str, source: impl Into<SqliteError>) -> MemoryError {
+    let source = source.into();
+    MemoryError::Backend { id: id.to_owned(), transient: source.is_transient(), source: Box::new(source) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(code: std::ffi::c_int) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    #[test]
+    fn busy_full_and_io_errors_are_transient_decoding_and_constraints_are_not() {
+        for code in [rusqlite::ffi::SQLITE_BUSY, rusqlite::ffi::SQLITE_LOCKED, rusqlite::ffi::SQLITE_FULL] {
+            assert!(backend("wf", failure(code)).is_transient(), "{code}");
+        }
+        assert!(backend("wf", failure(rusqlite::ffi::SQLITE_IOERR_WRITE)).is_transient());
+        assert!(backend("wf", SqliteError::WriterGone).is_transient());
+        let group =
+            SqliteError::Group { stage: "commit", source: Arc::new(failure(rusqlite::ffi::SQLITE_BUSY)) };
+        assert!(backend("wf", group).is_transient());
+        assert!(!backend("wf", failure(rusqlite::ffi::SQLITE_CONSTRAINT)).is_transient());
+        assert!(!backend("wf", failure(rusqlite::ffi::SQLITE_CORRUPT)).is_transient());
+        let decode = serde_json::from_str::<u8>("x").unwrap_err();
+        assert!(
+            !backend("wf", SqliteError::Decode { what: "record", version: 1, source: decode }).is_transient()
+        );
+    }
 }

@@ -1,13 +1,28 @@
 //! The statements run on the writer connection, one function per queued operation.
+//!
+//! Every operation makes its checks (lease, compare-and-swap) before its first change, so that
+//! one refused leaves its group untouched (see [`crate::writer`]).
 
 use std::time::Duration;
 
-use orchestrator::memory::{Lease, MemoryError};
+use orchestrator::memory::{Lease, MemoryError, Retention};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::Retention;
 use crate::error::{SqliteError, backend};
 use crate::time::{duration_ms, from_ms};
+
+/// A commit, encoded by the caller before it is queued: the write, then what goes with it in
+/// the same operation.
+pub(crate) struct CommitOp {
+    pub(crate) write: WriteOp,
+    /// Apply the retention (the workflow finished).
+    pub(crate) finished: bool,
+    pub(crate) retention: Retention,
+    /// Release the lease once written.
+    pub(crate) release: bool,
+    /// The outbox step taken with the write.
+    pub(crate) outbox: Option<AdvanceOp>,
+}
 
 /// A write, encoded by the caller before it is queued.
 pub(crate) struct WriteOp {
@@ -28,7 +43,9 @@ pub(crate) struct WriteOp {
 /// A journal row, encoded.
 pub(crate) struct EntryRow {
     pub(crate) at_ms: i64,
+    /// The consumed event's id and source (its identity).
     pub(crate) consumed_event_id: Option<String>,
+    pub(crate) consumed_source: Option<String>,
     pub(crate) consumed: Option<String>,
     pub(crate) produced: String,
 }
@@ -43,6 +60,29 @@ fn version_of(id: &str, raw: i64) -> Result<u64, MemoryError> {
 
 fn as_i64(id: &str, what: &'static str, value: u64) -> Result<i64, MemoryError> {
     i64::try_from(value).map_err(|_| backend(id, SqliteError::Invalid { what, value: i64::MAX }))
+}
+
+/// The commit: checks (lease, compare-and-swap), then the write and its journal row, the outbox
+/// step, the retention of a finished workflow and the release of the lease. Returns the new
+/// version and how many workflows the retention's sweep deleted.
+pub(crate) fn commit(
+    conn: &Connection,
+    op: &CommitOp,
+    now: i64,
+    sweep: bool,
+) -> Result<(u64, usize), MemoryError> {
+    let version = write(conn, &op.write, now)?;
+    let id = op.write.id.as_str();
+    if let Some(step) = &op.outbox {
+        advance(conn, step, now)?;
+    }
+    let swept = if op.finished { cleanup(conn, id, op.retention, now, sweep)? } else { 0 };
+    if op.release
+        && let Some((_, token)) = &op.write.lease
+    {
+        unlock(conn, id, *token, now)?;
+    }
+    Ok((version, swept))
 }
 
 /// The compare-and-swap write with its lease check and journal row.
@@ -74,7 +114,7 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
             "UPDATE workflows SET version = ?2, record = ?3, \
              parent_subject = CASE WHEN ?4 THEN ?5 ELSE parent_subject END, \
              initiator = CASE WHEN ?6 THEN ?7 ELSE initiator END, \
-             source = ?8, wake_at_ms = ?9, updated_at_ms = ?10 WHERE seq = ?1",
+             source = ?8, wake_at_ms = ?9, claimed_until_ms = NULL, updated_at_ms = ?10 WHERE seq = ?1",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -114,8 +154,8 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
     };
     if let Some(entry) = &op.entry {
         conn.prepare_cached(
-            "INSERT INTO journal (wf, version, at_ms, consumed_event_id, consumed, produced, record) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO journal (wf, version, at_ms, consumed_event_id, consumed_source, consumed, \
+             produced, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -123,6 +163,7 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
                 version,
                 entry.at_ms,
                 entry.consumed_event_id,
+                entry.consumed_source,
                 entry.consumed,
                 entry.produced,
                 op.record
@@ -185,6 +226,109 @@ pub(crate) fn unlock(conn: &Connection, id: &str, token: u64, now: i64) -> Resul
     Ok(expires.is_some_and(|expires| expires > now))
 }
 
+/// Extends the lease `token` of `id` for `ttl` from `now`: its new expiry, or `None` when it
+/// lapsed or was superseded.
+pub(crate) fn renew(
+    conn: &Connection,
+    id: &str,
+    token: u64,
+    ttl: Duration,
+    now: i64,
+) -> Result<Option<i64>, MemoryError> {
+    let token = as_i64(id, "fencing token", token)?;
+    conn.prepare_cached(
+        "UPDATE leases SET expires_at_ms = ?4 WHERE id = ?1 AND token = ?2 AND expires_at_ms > ?3 \
+         RETURNING expires_at_ms",
+    )
+    .and_then(|mut s| {
+        s.query_row(params![id, token, now, now.saturating_add(duration_ms(ttl))], |r| r.get(0)).optional()
+    })
+    .map_err(sql(id))
+}
+
+/// What the writer reads for `acquire` once the lease is taken: the record as JSON (unless the
+/// caller's cached version is current) and the journal's answer as JSON.
+pub(crate) struct AcquireRow {
+    /// `None`: no record. `Some((version, None))`: the caller's cached record is current.
+    pub(crate) stored: Option<(i64, Option<String>)>,
+    /// The events produced when the event was consumed (JSON), with the entry's version.
+    pub(crate) produced: Option<(i64, String)>,
+}
+
+/// The record of `id` and the journal's answer for the event `(source, event_id)`, read on the
+/// writer connection. `cached` is the version the caller has cached, with whether the cache
+/// knows the event was never consumed; when it is current, neither the record nor the journal
+/// is read.
+pub(crate) fn acquire_row(
+    conn: &Connection,
+    id: &str,
+    source: &str,
+    event_id: &str,
+    cached: Option<(u64, bool)>,
+) -> Result<AcquireRow, MemoryError> {
+    let cached_version = cached.and_then(|(v, _)| i64::try_from(v).ok());
+    let row: Option<(i64, Option<String>)> = conn
+        .prepare_cached(
+            "SELECT version, CASE WHEN version IS ?2 THEN NULL ELSE record END FROM workflows WHERE id = ?1",
+        )
+        .and_then(|mut s| s.query_row(params![id, cached_version], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        .map_err(sql(id))?;
+    let Some((version, record)) = row else { return Ok(AcquireRow { stored: None, produced: None }) };
+    let known_fresh = record.is_none() && cached.is_some_and(|(_, not_consumed)| not_consumed);
+    let produced = if known_fresh { None } else { produced(conn, id, source, event_id)? };
+    Ok(AcquireRow { stored: Some((version, record)), produced })
+}
+
+/// The events produced (JSON, with the entry's version) when `id` consumed the event
+/// `(source, event_id)`.
+pub(crate) fn produced(
+    conn: &Connection,
+    id: &str,
+    source: &str,
+    event_id: &str,
+) -> Result<Option<(i64, String)>, MemoryError> {
+    conn.prepare_cached(
+        // Without statistics the planner would rather scan the workflow's journal by version.
+        "SELECT j.version, j.produced FROM workflows w JOIN journal j INDEXED BY journal_consumed \
+         ON j.wf = w.seq WHERE w.id = ?1 AND j.consumed_event_id = ?2 AND j.consumed_source = ?3 \
+         AND j.consumed_event_id IS NOT NULL ORDER BY j.version LIMIT 1",
+    )
+    .and_then(|mut s| s.query_row(params![id, event_id, source], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+    .map_err(sql(id))
+}
+
+/// Claims up to `limit` workflows due at or before `now` and not claimed past `now`, earliest
+/// first, until `now + claim`: their ids and wake-up times (ms).
+pub(crate) fn claim_due(
+    conn: &Connection,
+    limit: usize,
+    claim: Duration,
+    now: i64,
+) -> Result<Vec<(String, i64)>, MemoryError> {
+    let sql = sql("(claim_due)");
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let due: Vec<(i64, String, i64)> = conn
+        .prepare_cached(
+            "SELECT seq, id, wake_at_ms FROM workflows WHERE wake_at_ms IS NOT NULL AND wake_at_ms <= ?1 \
+             AND (claimed_until_ms IS NULL OR claimed_until_ms <= ?1) ORDER BY wake_at_ms, id LIMIT ?2",
+        )
+        .and_then(|mut s| {
+            s.query_map(params![now, limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect()
+        })
+        .map_err(&sql)?;
+    // Every check before the first change: the wake-up times are valid.
+    for (_, id, at) in &due {
+        from_ms("wake-up time", *at).map_err(|e| backend(id, e))?;
+    }
+    let until = now.saturating_add(duration_ms(claim));
+    let mut claim =
+        conn.prepare_cached("UPDATE workflows SET claimed_until_ms = ?2 WHERE seq = ?1").map_err(&sql)?;
+    for (seq, _, _) in &due {
+        claim.execute(params![seq, until]).map_err(&sql)?;
+    }
+    Ok(due.into_iter().map(|(_, id, at)| (id, at)).collect())
+}
+
 /// Applies `retention` to the finished workflow `id`, then, when `sweep`, sweeps what is due;
 /// returns how many workflows the sweep deleted.
 pub(crate) fn cleanup(
@@ -235,8 +379,9 @@ fn archive(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<()> {
     )?
     .execute(params![id, now])?;
     conn.prepare_cached(
-        "INSERT INTO journal_archive (id, version, at_ms, consumed_event_id, consumed, produced, record) \
-         SELECT ?1, version, at_ms, consumed_event_id, consumed, produced, record FROM journal \
+        "INSERT INTO journal_archive (id, version, at_ms, consumed_event_id, consumed_source, consumed, \
+         produced, record) \
+         SELECT ?1, version, at_ms, consumed_event_id, consumed_source, consumed, produced, record FROM journal \
          WHERE wf = (SELECT seq FROM workflows WHERE id = ?1) ORDER BY version",
     )?
     .execute([id])?;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use orchestrator::event::Event;
-use orchestrator::memory::{JournalRecord, MemoryError, Stored, Wake};
+use orchestrator::memory::{JournalRecord, MemoryError, Stored};
 use orchestrator::outbox::Pending;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::de::DeserializeOwned;
@@ -42,7 +42,7 @@ impl Readers {
         let conn = Connection::open(&self.path)?;
         conn.busy_timeout(self.busy_timeout)?;
         conn.pragma_update(None, "query_only", true)?;
-        crate::tune(&conn)?;
+        crate::store::tune(&conn)?;
         Ok(conn)
     }
 
@@ -89,7 +89,7 @@ fn sql(id: &str) -> impl Fn(rusqlite::Error) -> MemoryError + '_ {
     move |e| backend(id, SqliteError::Sqlite(e))
 }
 
-fn decode<T: DeserializeOwned>(
+pub(crate) fn decode<T: DeserializeOwned>(
     id: &str,
     what: &'static str,
     version: i64,
@@ -98,7 +98,7 @@ fn decode<T: DeserializeOwned>(
     serde_json::from_str(json).map_err(|source| backend(id, SqliteError::Decode { what, version, source }))
 }
 
-fn version(id: &str, raw: i64) -> Result<u64, MemoryError> {
+pub(crate) fn version(id: &str, raw: i64) -> Result<u64, MemoryError> {
     u64::try_from(raw).map_err(|_| backend(id, SqliteError::Invalid { what: "version", value: raw }))
 }
 
@@ -146,41 +146,14 @@ pub(crate) fn record<R: DeserializeOwned>(
     Ok(Some(Stored { record: decode(id, "record", v, &json)?, version: version(id, v)? }))
 }
 
-/// Workflows due at or before `now`, earliest first.
-pub(crate) fn due(conn: &Connection, now: i64, limit: usize) -> Result<Vec<Wake>, MemoryError> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows: Vec<(String, i64)> = conn
-        .prepare_cached(
-            "SELECT id, wake_at_ms FROM workflows WHERE wake_at_ms IS NOT NULL AND wake_at_ms <= ?1 \
-             ORDER BY wake_at_ms, id LIMIT ?2",
-        )
-        .and_then(|mut s| {
-            s.query_map(params![now, limit], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()
-        })
-        .map_err(sql("(due)"))?;
-    rows.into_iter()
-        .map(|(id, at)| match from_ms("wake-up time", at) {
-            Ok(at) => Ok(Wake { id, at }),
-            Err(e) => Err(backend(&id, e)),
-        })
-        .collect()
-}
-
-/// The events produced when `id` consumed `event_id`.
+/// The events produced when `id` consumed the event `(source, event_id)`.
 pub(crate) fn produced(
     conn: &Connection,
     id: &str,
+    source: &str,
     event_id: &str,
 ) -> Result<Option<Vec<Event>>, MemoryError> {
-    let row: Option<(i64, String)> = conn
-        .prepare_cached(
-            // Without statistics the planner would rather scan the workflow's journal by version.
-            "SELECT j.version, j.produced FROM workflows w JOIN journal j INDEXED BY journal_consumed \
-             ON j.wf = w.seq WHERE w.id = ?1 AND j.consumed_event_id = ?2 \
-             AND j.consumed_event_id IS NOT NULL ORDER BY j.version LIMIT 1",
-        )
-        .and_then(|mut s| s.query_row([id, event_id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
-        .map_err(sql(id))?;
+    let row = crate::ops::produced(conn, id, source, event_id)?;
     row.map(|(v, json)| decode(id, "produced events", v, &json)).transpose()
 }
 

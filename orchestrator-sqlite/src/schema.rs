@@ -119,8 +119,25 @@ ALTER TABLE leases ADD COLUMN owner TEXT;
 CREATE INDEX leases_owner ON leases (owner) WHERE owner IS NOT NULL;
 ";
 
+/// Version 5: idempotency keyed by the consumed event's `(source, id)` (CloudEvents identity):
+/// the journal (and its archive) records the consumed event's source, filled for existing
+/// entries from the stored event, and the consumed-event index covers it; workflows record
+/// until when their wake-up is claimed (`Memory::claim_due`; any write clears it).
+const V5: &str = "
+ALTER TABLE workflows ADD COLUMN claimed_until_ms INTEGER;
+ALTER TABLE journal ADD COLUMN consumed_source TEXT;
+UPDATE journal SET consumed_source = json_extract(consumed, '$.source')
+    WHERE consumed IS NOT NULL AND json_valid(consumed);
+DROP INDEX journal_consumed;
+CREATE INDEX journal_consumed ON journal (wf, consumed_event_id, consumed_source, version)
+    WHERE consumed_event_id IS NOT NULL;
+ALTER TABLE journal_archive ADD COLUMN consumed_source TEXT;
+UPDATE journal_archive SET consumed_source = json_extract(consumed, '$.source')
+    WHERE consumed IS NOT NULL AND json_valid(consumed);
+";
+
 /// The migration steps, oldest first: step `i` leads to version `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this library writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -201,5 +218,42 @@ mod tests {
         );
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(version, SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn version_5_fills_the_consumed_source_from_the_stored_event() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v4.db");
+        let mut conn = Connection::open(&path).unwrap();
+        for step in &MIGRATIONS[..4] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 4).unwrap();
+        conn.execute_batch(
+            "INSERT INTO workflows (seq, id, version, record, source, created_at_ms, updated_at_ms, wake_at_ms) \
+                 VALUES (1, 'wf', 3, '\"c\"', 's', 0, 0, 7);
+             INSERT INTO journal (wf, version, at_ms, consumed_event_id, consumed, produced, record) VALUES
+                 (1, 1, 10, 'e-1', '{\"id\":\"e-1\",\"source\":\"com.client\"}', '[]', '\"a\"'),
+                 (1, 2, 20, NULL, NULL, '[]', '\"b\"'),
+                 (1, 3, 30, 'e-3', 'not json', '[]', '\"c\"');",
+        )
+        .unwrap();
+        migrate(&mut conn, &path).unwrap();
+        let sources: Vec<Option<String>> = conn
+            .prepare("SELECT consumed_source FROM journal ORDER BY version")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            sources,
+            [Some("com.client".to_owned()), None, None],
+            "a corrupt entry does not stop the migration"
+        );
+        let claimed: Option<i64> = conn
+            .query_row("SELECT claimed_until_ms FROM workflows WHERE id = 'wf'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(claimed, None, "nothing is claimed after the migration");
     }
 }

@@ -35,7 +35,8 @@ use crate::time::now_ms;
 pub struct Stats {
     /// Group transactions committed.
     pub transactions: u64,
-    /// Operations (writes, locks, unlocks, cleanups) answered after a successful commit,
+    /// Operations (acquires with a lock, commits, locks, renewals, unlocks, claims, cleanups,
+    /// outbox steps) answered after a successful commit,
     /// including those that failed on their own (a CAS conflict, a stale lease).
     pub operations: u64,
     /// Group transactions that could not begin or commit (every operation in them failed).

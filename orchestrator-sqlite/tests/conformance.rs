@@ -1,24 +1,60 @@
-//! The backend conformance suite of `orchestrator::memory::testing`, on temporary files.
+//! The backend conformance suites of `orchestrator::memory::testing`, each store on a fresh
+//! temporary file.
 
 mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use orchestrator::memory::DynMemory;
-use orchestrator_sqlite::{Retention, SqliteConfig, Synchronous};
+use orchestrator::memory::testing::{self, Settings};
+use orchestrator_sqlite::{SqliteConfig, SqliteMemory, Synchronous};
 
-async fn run(retention: Retention, synchronous: Synchronous) {
-    let dir = tempfile::tempdir().expect("temp dir");
+/// Fresh stores in `dir`: a new file for each call.
+fn factory(
+    dir: &tempfile::TempDir,
+    synchronous: Synchronous,
+) -> impl Fn(Settings) -> SqliteMemory<String> + '_ {
     let n = AtomicUsize::new(0);
-    orchestrator::memory::testing::conformance(|ttl| {
+    move |s: Settings| {
         let path = dir.path().join(format!("db-{}.sqlite", n.fetch_add(1, Ordering::Relaxed)));
         SqliteConfig::new(path)
-            .lease_ttl(ttl)
-            .lock_retries(2, Duration::from_millis(5), 1.5)
-            .retention(retention)
+            .lease_ttl(s.lease_ttl)
+            .retention(s.retention)
             .synchronous(synchronous)
+            .open()
+            .expect("open")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conforms() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    testing::conformance(factory(&dir, Synchronous::Full)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn its_journal_conforms() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    testing::journal(factory(&dir, Synchronous::Full)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conforms_with_synchronous_normal() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    testing::conformance(factory(&dir, Synchronous::Normal)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conforms_without_a_record_cache() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let n = AtomicUsize::new(0);
+    testing::conformance(|s: Settings| {
+        let path = dir.path().join(format!("db-{}.sqlite", n.fetch_add(1, Ordering::Relaxed)));
+        SqliteConfig::new(path)
+            .lease_ttl(s.lease_ttl)
+            .retention(s.retention)
+            .record_cache(0)
             .open::<String>()
             .expect("open")
     })
@@ -26,30 +62,11 @@ async fn run(retention: Retention, synchronous: Synchronous) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn conforms_with_every_retention() {
-    for retention in [
-        Retention::Keep,
-        Retention::Remove,
-        Retention::RemoveAfter(Duration::from_millis(10)),
-        Retention::Archive,
-    ] {
-        run(retention, Synchronous::Full).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn conforms_with_synchronous_normal() {
-    run(Retention::Remove, Synchronous::Normal).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conforms_when_chosen_at_run_time() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let n = AtomicUsize::new(0);
-    orchestrator::memory::testing::conformance(|ttl| {
-        let path = dir.path().join(format!("db-{}.sqlite", n.fetch_add(1, Ordering::Relaxed)));
-        let store = common::store(&path, ttl, Retention::Remove);
-        let backend: Arc<dyn DynMemory<String>> = Arc::new(store);
+    let make = factory(&dir, Synchronous::Full);
+    testing::conformance(|s| {
+        let backend: Arc<dyn DynMemory<String>> = Arc::new(make(s));
         backend
     })
     .await;

@@ -10,7 +10,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use orchestrator::memory::{Lease, Memory, MemoryError, WriteMeta};
+use orchestrator::memory::{Lease, Memory, MemoryError, MemoryExt, WriteMeta};
 use orchestrator_sqlite::Retention;
 
 const CHILD_DB: &str = "ORCHESTRATOR_SQLITE_CHILD_DB";

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::store;
-use orchestrator::memory::{Memory, MemoryError, WriteMeta};
+use orchestrator::memory::{Memory, MemoryError, MemoryExt, WriteMeta};
 use orchestrator_sqlite::Retention;
 
 const LONG: Duration = Duration::from_secs(60);

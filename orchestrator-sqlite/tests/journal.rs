@@ -5,8 +5,10 @@ mod common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use common::{event, store};
-use orchestrator::memory::{Journal, JournalEntry, Materialized, Memory, MemoryError, WriteMeta};
+use common::{event, key, store};
+use orchestrator::memory::{
+    EventKey, Journal, JournalEntry, Materialized, Memory, MemoryError, MemoryExt, WriteMeta,
+};
 use orchestrator_sqlite::{Retention, SqliteError};
 
 const LONG: Duration = Duration::from_secs(60);
@@ -46,7 +48,7 @@ async fn the_journal_is_written_with_the_state_and_a_failed_cas_appends_nothing(
     ));
     let history = m.history("wf", 0, 10).await.unwrap();
     assert_eq!(history.len(), 1, "failed writes must not be journaled");
-    assert!(m.produced("wf", "e-2").await.unwrap().is_none());
+    assert!(m.produced("wf", key("e-2")).await.unwrap().is_none());
 
     // The journal row carries the record, the consumed and the produced events.
     let first = &history[0];
@@ -77,9 +79,15 @@ async fn produced_answers_a_redelivered_event() {
         ..WriteMeta::new("wf", "com.test.orc")
     };
     m.write("wf", &"s".into(), None, None, &meta).await.unwrap();
-    assert_eq!(m.produced("wf", "in-1").await.unwrap(), Some(produced));
-    assert_eq!(m.produced("wf", "unknown").await.unwrap(), None);
-    assert_eq!(m.produced("other", "in-1").await.unwrap(), None, "per workflow");
+    assert_eq!(m.produced("wf", key("in-1")).await.unwrap(), Some(produced));
+    assert_eq!(m.produced("wf", key("unknown")).await.unwrap(), None);
+    assert_eq!(m.produced("other", key("in-1")).await.unwrap(), None, "per workflow");
+    let elsewhere = EventKey { source: "com.test.elsewhere", id: "in-1" };
+    assert_eq!(
+        m.produced("wf", elsewhere).await.unwrap(),
+        None,
+        "the same id from another source is another event"
+    );
     // A write without a journal entry journals nothing.
     m.write("plain", &"s".into(), None, None, &WriteMeta::new("plain", "src")).await.unwrap();
     assert!(m.history("plain", 0, 10).await.unwrap().is_empty());
@@ -139,17 +147,23 @@ async fn children_in_start_order_and_parent() {
 }
 
 #[tokio::test]
-async fn due_uses_the_wake_index_and_sub_millisecond_wake_ups_are_never_early() {
+async fn claims_follow_the_store_clock_and_sub_millisecond_wake_ups_are_never_early() {
     let dir = tempfile::tempdir().unwrap();
     let m = store(&dir.path().join("d.db"), LONG, Retention::Keep);
-    let wake = at(10) + Duration::from_micros(500);
+    let claim = Duration::from_secs(60);
+    let wake = SystemTime::now() + Duration::from_millis(200) + Duration::from_micros(500);
     let meta = WriteMeta { wake_at: Some(wake), ..WriteMeta::new("w", "src") };
     m.write("w", &"x".into(), None, None, &meta).await.unwrap();
-    assert!(m.due(at(10), 10).await.unwrap().is_empty(), "not due before its time");
-    let due = m.due(at(11), 10).await.unwrap();
+    assert!(m.claim_due(10, claim).await.unwrap().is_empty(), "not due before its time");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(m.claim_due(0, claim).await.unwrap().is_empty(), "a limit of 0 claims nothing");
+    let due = m.claim_due(10, claim).await.unwrap();
     assert_eq!(due.len(), 1);
-    assert!(due[0].at >= wake);
-    assert!(m.due(at(11), 0).await.unwrap().is_empty());
+    assert!(due[0].at >= wake, "stored rounded up: {:?} < {wake:?}", due[0].at);
+    assert!(m.claim_due(10, claim).await.unwrap().is_empty(), "claimed for a minute");
+    // The claim is stored: another store on the file does not get it either.
+    let other = store(&dir.path().join("d.db"), LONG, Retention::Keep);
+    assert!(other.claim_due(10, claim).await.unwrap().is_empty(), "claims hold across stores");
 }
 
 #[tokio::test]
@@ -175,11 +189,14 @@ async fn a_corrupt_record_is_a_backend_error_not_a_panic() {
     }
     for err in [
         m.read("wf").await.map(|_| ()).unwrap_err(),
-        m.produced("wf", "e-1").await.map(|_| ()).unwrap_err(),
+        m.produced("wf", key("e-1")).await.map(|_| ()).unwrap_err(),
         m.history("wf", 0, 10).await.map(|_| ()).unwrap_err(),
     ] {
-        let MemoryError::Backend { id, source } = &err else { panic!("expected Backend, got {err:?}") };
+        let MemoryError::Backend { id, source, transient } = &err else {
+            panic!("expected Backend, got {err:?}")
+        };
         assert_eq!(id, "wf");
+        assert!(!transient && !err.is_transient(), "a corrupt row stays corrupt: {err}");
         assert!(matches!(source.downcast_ref::<SqliteError>(), Some(SqliteError::Decode { .. })), "{source}");
         let message = err.to_string();
         assert!(message.contains("corrupt or not of the expected type"), "{message}");

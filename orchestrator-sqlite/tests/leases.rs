@@ -1,28 +1,46 @@
-//! Leases in one process: bounded denial, fencing, and the indexes the hot queries use.
+//! Leases in one process: immediate denial, renewal, fencing, and the indexes the hot queries use.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::store;
-use orchestrator::memory::{Lease, Memory, MemoryError, WriteMeta};
+use orchestrator::memory::{Lease, Memory, MemoryError, MemoryExt, WriteMeta};
 use orchestrator_sqlite::{Retention, SqliteConfig};
 
 #[tokio::test]
-async fn a_held_lease_is_denied_after_bounded_retries_with_backoff() {
+async fn a_held_lease_is_denied_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let m = SqliteConfig::new(dir.path().join("l.db"))
-        .lock_retries(3, Duration::from_millis(20), 2.0)
-        .open::<String>()
-        .unwrap();
+    let m = SqliteConfig::new(dir.path().join("l.db")).open::<String>().unwrap();
     let held = m.lock("x").await.unwrap().unwrap();
+    let before = m.stats().operations;
     let started = Instant::now();
     assert!(m.lock("x").await.unwrap().is_none(), "denied is Ok(None)");
+    let key = common::key("e");
+    assert!(m.acquire("x", key, true).await.unwrap().is_none(), "acquire is denied too");
     let elapsed = started.elapsed();
-    // 20 + 40 + 80 ms of backoff, then denied: bounded, not a hang.
-    assert!(elapsed >= Duration::from_millis(140), "{elapsed:?}");
-    assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    // One attempt each (one writer operation), no waiting: the caller retries.
+    assert_eq!(m.stats().operations - before, 2, "one writer operation per attempt");
+    assert!(elapsed < Duration::from_millis(500), "{elapsed:?}");
     assert!(m.unlock(&held).await.unwrap());
+}
+
+#[tokio::test]
+async fn a_renewed_lease_outlives_its_first_ttl_and_a_lapsed_one_cannot_be_renewed() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = store(&dir.path().join("renew.db"), Duration::from_millis(300), Retention::Keep);
+    let lease = m.lock("wf").await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let renewed = m.renew(&lease).await.unwrap();
+    assert_eq!(renewed.token, lease.token);
+    assert!(renewed.expires_at > lease.expires_at);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(m.lock("wf").await.unwrap().is_none(), "still held thanks to the renewal");
+    m.write("wf", &"x".into(), None, Some(&renewed), &WriteMeta::new("wf", "s")).await.unwrap();
+    let wrong = Lease { token: lease.token + 1, ..renewed.clone() };
+    assert!(matches!(m.renew(&wrong).await, Err(MemoryError::StaleLease { .. })), "another token");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(matches!(m.renew(&renewed).await, Err(MemoryError::StaleLease { .. })), "lapsed");
 }
 
 #[tokio::test]
@@ -81,9 +99,14 @@ fn the_hot_queries_use_their_indexes() {
          ORDER BY wake_at_ms, id LIMIT 10",
     );
     assert!(due.contains("workflows_wake") && !due.contains("TEMP B-TREE"), "{due}");
+    let claims = plan(
+        "SELECT seq, id, wake_at_ms FROM workflows WHERE wake_at_ms IS NOT NULL AND wake_at_ms <= 5 \
+         AND (claimed_until_ms IS NULL OR claimed_until_ms <= 5) ORDER BY wake_at_ms, id LIMIT 10",
+    );
+    assert!(claims.contains("workflows_wake") && !claims.contains("TEMP B-TREE"), "{claims}");
     let produced = plan(
         "SELECT j.version, j.produced FROM workflows w JOIN journal j INDEXED BY journal_consumed \
-         ON j.wf = w.seq WHERE w.id = 'a' AND j.consumed_event_id = 'e' \
+         ON j.wf = w.seq WHERE w.id = 'a' AND j.consumed_event_id = 'e' AND j.consumed_source = 's' \
          AND j.consumed_event_id IS NOT NULL ORDER BY j.version LIMIT 1",
     );
     assert!(produced.contains("journal_consumed") && !produced.contains("TEMP B-TREE"), "{produced}");
@@ -102,11 +125,7 @@ async fn a_restart_under_the_same_owner_frees_what_its_crashed_run_held() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("owner.db");
     let open = |owner: Option<&str>| {
-        let config = SqliteConfig::new(&path).lease_ttl(Duration::from_secs(60)).lock_retries(
-            0,
-            Duration::from_millis(1),
-            1.0,
-        );
+        let config = SqliteConfig::new(&path).lease_ttl(Duration::from_secs(60));
         match owner {
             Some(owner) => config.owner(owner),
             None => config,

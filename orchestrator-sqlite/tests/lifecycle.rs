@@ -1,11 +1,9 @@
 //! End to end: an orchestrator on `SqliteMemory` runs a workflow through the broker, journals
 //! each step, answers a redelivered event from the journal and archives the finished workflow.
 
-use std::time::Duration;
-
 use orchestrator::broker::Broker;
 use orchestrator::handler::EventHandler;
-use orchestrator::memory::{Journal, Memory};
+use orchestrator::memory::{EventKey, Journal, Memory};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator_examples::calculator::flows::AverageFlow;
@@ -14,11 +12,7 @@ use orchestrator_sqlite::{Retention, SqliteConfig, SqliteMemory};
 use serde_json::json;
 
 fn memory(path: &std::path::Path, retention: Retention) -> SqliteMemory<WorkflowRecord> {
-    SqliteConfig::new(path)
-        .lock_retries(0, Duration::from_millis(1), 1.0)
-        .retention(retention)
-        .open()
-        .expect("open")
+    SqliteConfig::new(path).retention(retention).open().expect("open")
 }
 
 fn average_init(values: Vec<f64>) -> Event {
@@ -80,6 +74,6 @@ async fn a_redelivered_event_is_answered_from_the_journal() {
     // produced the first time, from the journal (Memory::produced), without stepping.
     let again = orc.execute(&init).await.unwrap();
     assert_eq!(again, first);
-    assert_eq!(orc.memory().produced(init.subject(), init.id()).await.unwrap(), Some(first));
+    assert_eq!(orc.memory().produced(init.subject(), EventKey::of(&init)).await.unwrap(), Some(first));
     assert_eq!(orc.memory().history(init.subject(), 0, 10).await.unwrap().len(), 2, "no new step");
 }

@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::store;
-use orchestrator::memory::{Memory, WriteMeta};
+use orchestrator::memory::{Memory, MemoryExt, WriteMeta};
 use orchestrator_sqlite::{OpenError, Retention, SCHEMA_VERSION, SqliteConfig, SqliteMemory};
 
 const LONG: Duration = Duration::from_secs(60);

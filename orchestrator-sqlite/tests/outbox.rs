@@ -2,7 +2,6 @@
 //! `Outboxed` driving a workflow through the broker until nothing is left in flight.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use orchestrator::broker::Broker;
 use orchestrator::handler::EventHandler;
@@ -15,7 +14,7 @@ use orchestrator_sqlite::{SqliteConfig, SqliteMemory};
 use serde_json::json;
 
 fn store(path: &std::path::Path) -> SqliteMemory<WorkflowRecord> {
-    SqliteConfig::new(path).lock_retries(0, Duration::from_millis(1), 1.0).open().expect("open")
+    SqliteConfig::new(path).open().expect("open")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,12 +1,14 @@
-//! The write-through record cache: lookups answered without reading the file, the journal still
-//! consulted for redeliveries, and another store's commits on the same file seen.
+//! The write-through record cache: acquires answered without reading the record, the journal
+//! still consulted for redeliveries, and another store's commits on the same file seen.
 
 mod common;
 
 use std::time::{Duration, SystemTime};
 
-use common::{event, store};
-use orchestrator::memory::{JournalEntry, Lookup, Memory, MemoryError, Stored, WriteMeta};
+use common::{event, key, store};
+use orchestrator::memory::{
+    Acquired, Commit, JournalEntry, Memory, MemoryError, MemoryExt, Stored, WriteMeta,
+};
 use orchestrator_sqlite::Retention;
 
 const LONG: Duration = Duration::from_secs(60);
@@ -25,11 +27,16 @@ async fn step(
         entry: Some(JournalEntry { at: SystemTime::now(), consumed: Some(&consumed), produced: &produced }),
         ..WriteMeta::new("wf", "com.test.orc")
     };
-    m.write_owned("wf", record.to_owned(), prev, None, &meta).await
+    m.commit(Commit::new("wf", record.to_owned(), prev, meta)).await
 }
 
-fn version_and_record(lookup: &Lookup<String>) -> Option<(u64, &str)> {
-    lookup.stored.as_ref().map(|Stored { record, version }| (*version, record.as_str()))
+/// `acquire` without a lease.
+async fn lookup(m: &impl Memory<String>, event_id: &str) -> Acquired<String> {
+    m.acquire("wf", key(event_id), false).await.unwrap().expect("no lock asked: always answered")
+}
+
+fn version_and_record(acquired: &Acquired<String>) -> Option<(u64, &str)> {
+    acquired.stored.as_ref().map(|Stored { record, version }| (*version, record.as_str()))
 }
 
 #[tokio::test]
@@ -39,11 +46,11 @@ async fn a_redelivered_event_is_answered_from_the_journal_when_the_record_is_cac
     step(&m, "one", None, "e-1", "p-1").await.unwrap();
     step(&m, "two", Some(1), "e-2", "p-2").await.unwrap();
 
-    let fresh = m.lookup("wf", "e-3").await.unwrap();
+    let fresh = lookup(&m, "e-3").await;
     assert_eq!(version_and_record(&fresh), Some((2, "two")));
     assert_eq!(fresh.produced, None);
     for (consumed, produced) in [("e-1", "p-1"), ("e-2", "p-2")] {
-        let again = m.lookup("wf", consumed).await.unwrap();
+        let again = lookup(&m, consumed).await;
         let ids: Vec<_> = again.produced.expect("journaled").iter().map(|e| e.id().to_owned()).collect();
         assert_eq!(ids, [produced], "{consumed} gets what it produced the first time");
     }
@@ -55,7 +62,7 @@ async fn a_commit_by_another_store_on_the_file_is_seen_at_the_next_group() {
     let path = dir.path().join("shared.db");
     let (a, b) = (store(&path, LONG, Retention::Keep), store(&path, LONG, Retention::Keep));
     step(&a, "by a", None, "e-1", "p-1").await.unwrap();
-    assert_eq!(version_and_record(&a.lookup("wf", "e-9").await.unwrap()), Some((1, "by a")));
+    assert_eq!(version_and_record(&lookup(&a, "e-9").await), Some((1, "by a")));
 
     // b moves the workflow on; a's cache still holds version 1 until a's writer runs again.
     step(&b, "by b", Some(1), "e-2", "p-2").await.unwrap();
@@ -66,7 +73,7 @@ async fn a_commit_by_another_store_on_the_file_is_seen_at_the_next_group() {
         "{stale:?}"
     );
     // That group saw b's commit: a now reads b's record, and b's journal answers e-2.
-    let seen = a.lookup("wf", "e-2").await.unwrap();
+    let seen = lookup(&a, "e-2").await;
     assert_eq!(version_and_record(&seen), Some((2, "by b")));
     assert_eq!(seen.produced.map(|p| p[0].id().to_owned()).as_deref(), Some("p-2"));
 }
@@ -77,17 +84,38 @@ async fn under_a_lease_the_cached_record_is_never_stale() {
     let path = dir.path().join("leased.db");
     let (a, b) = (store(&path, LONG, Retention::Keep), store(&path, LONG, Retention::Keep));
     step(&a, "by a", None, "e-1", "p-1").await.unwrap();
-    let _ = a.lookup("wf", "e-9").await.unwrap();
+    assert_eq!(version_and_record(&lookup(&a, "e-9").await), Some((1, "by a")));
 
     let lease = b.lock("wf").await.unwrap().expect("free");
     step(&b, "by b", Some(1), "e-2", "p-2").await.unwrap();
     assert!(b.unlock(&lease).await.unwrap());
 
-    // Taking the lease runs a group on a's writer, which notices b's commit first.
-    let lease = a.lock("wf").await.unwrap().expect("free again");
-    let read = a.lookup("wf", "e-3").await.unwrap();
-    assert_eq!(version_and_record(&read), Some((2, "by b")));
-    a.unlock(&lease).await.unwrap();
+    // Taking the lease runs a group on a's writer, which notices b's commit and checks the
+    // cached version against the stored one in the same operation.
+    let acquired = a.acquire("wf", key("e-2"), true).await.unwrap().expect("free again");
+    assert_eq!(version_and_record(&acquired), Some((2, "by b")));
+    let ids: Vec<_> = acquired.produced.expect("b journaled e-2").iter().map(|e| e.id().to_owned()).collect();
+    assert_eq!(ids, ["p-2"], "and the journal answers the redelivery");
+    a.unlock(&acquired.lease.expect("lease")).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_locked_acquire_answers_from_the_cache_and_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = store(&dir.path().join("locked.db"), LONG, Retention::Keep);
+    step(&m, "one", None, "e-1", "p-1").await.unwrap();
+    let fresh = m.acquire("wf", key("e-2"), true).await.unwrap().expect("free");
+    assert_eq!(version_and_record(&fresh), Some((1, "one")));
+    assert!(fresh.produced.is_none(), "e-2 was never consumed");
+    let lease = fresh.lease.expect("lease");
+    m.unlock(&lease).await.unwrap();
+    let again = m.acquire("wf", key("e-1"), true).await.unwrap().expect("free");
+    assert_eq!(again.produced.map(|p| p[0].id().to_owned()).as_deref(), Some("p-1"), "a redelivery");
+    let elsewhere = orchestrator::memory::EventKey { source: "com.test.elsewhere", id: "e-1" };
+    m.unlock(&again.lease.expect("lease")).await.unwrap();
+    let other = m.acquire("wf", elsewhere, true).await.unwrap().expect("free");
+    assert!(other.produced.is_none(), "the same id from another source is another event");
+    m.unlock(&other.lease.expect("lease")).await.unwrap();
 }
 
 #[tokio::test]
@@ -95,14 +123,14 @@ async fn a_removed_workflow_is_not_answered_from_the_cache() {
     let dir = tempfile::tempdir().unwrap();
     let m = store(&dir.path().join("removed.db"), LONG, Retention::Remove);
     step(&m, "done", None, "e-1", "p-1").await.unwrap();
-    assert!(m.lookup("wf", "e-2").await.unwrap().stored.is_some());
+    assert!(lookup(&m, "e-2").await.stored.is_some());
     m.cleanup("wf").await.unwrap();
-    let gone = m.lookup("wf", "e-2").await.unwrap();
+    let gone = lookup(&m, "e-2").await;
     assert!(gone.stored.is_none() && gone.produced.is_none());
 
-    // A write through a reference cannot be cached, and leaves no stale copy behind.
+    // A write through a reference (`MemoryExt::write`) replaces the cached copy too.
     step(&m, "again", None, "e-1", "p-1").await.unwrap();
     let meta = WriteMeta::new("wf", "com.test.orc");
     m.write("wf", &"by ref".to_owned(), Some(1), None, &meta).await.unwrap();
-    assert_eq!(version_and_record(&m.lookup("wf", "e-3").await.unwrap()), Some((2, "by ref")));
+    assert_eq!(version_and_record(&lookup(&m, "e-3").await), Some((2, "by ref")));
 }

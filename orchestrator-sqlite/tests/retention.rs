@@ -4,8 +4,8 @@ mod common;
 
 use std::time::{Duration, SystemTime};
 
-use common::{event, store};
-use orchestrator::memory::{Journal, JournalEntry, Memory, WriteMeta};
+use common::{event, key, store};
+use orchestrator::memory::{Journal, JournalEntry, Memory, MemoryExt, WriteMeta};
 use orchestrator_sqlite::Retention;
 
 const LONG: Duration = Duration::from_secs(60);
@@ -29,7 +29,7 @@ async fn keep_keeps_record_and_journal() {
     m.cleanup("wf").await.unwrap();
     assert_eq!(m.read("wf").await.unwrap().map(|s| s.version), Some(2));
     assert_eq!(m.history("wf", 0, 10).await.unwrap().len(), 1);
-    assert!(m.produced("wf", "wf-in").await.unwrap().is_some());
+    assert!(m.produced("wf", key("wf-in")).await.unwrap().is_some());
 }
 
 #[tokio::test]
@@ -42,7 +42,7 @@ async fn remove_deletes_record_and_journal_but_fencing_continues() {
     m.cleanup("wf").await.unwrap();
     assert!(m.read("wf").await.unwrap().is_none());
     assert!(m.history("wf", 0, 10).await.unwrap().is_empty());
-    assert!(m.produced("wf", "wf-in").await.unwrap().is_none());
+    assert!(m.produced("wf", key("wf-in")).await.unwrap().is_none());
     let second = m.lock("wf").await.unwrap().unwrap();
     assert!(second.token > first.token, "tokens grow after the workflow's rows are gone");
     // The id can start again from version 1.

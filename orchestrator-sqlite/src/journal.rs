@@ -1,0 +1,38 @@
+//! The [`Journal`] implementation of [`SqliteMemory`]: reads on the read pool.
+
+use orchestrator::memory::{Journal, JournalRecord, MemoryError, check_id};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::SqliteMemory;
+use crate::reads::{self, Tables, read};
+
+impl<R> Journal<R> for SqliteMemory<R>
+where
+    R: Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    async fn history(
+        &self,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<JournalRecord<R>>, MemoryError> {
+        check_id(id)?;
+        read(&self.readers, id, move |conn, id| reads::history(conn, id, after, limit, Tables::Live)).await
+    }
+
+    async fn entry(&self, id: &str, version: u64) -> Result<Option<JournalRecord<R>>, MemoryError> {
+        check_id(id)?;
+        read(&self.readers, id, move |conn, id| reads::entry(conn, id, version)).await
+    }
+
+    async fn children(&self, id: &str) -> Result<Vec<String>, MemoryError> {
+        check_id(id)?;
+        read(&self.readers, id, reads::children).await
+    }
+
+    async fn parent(&self, id: &str) -> Result<Option<String>, MemoryError> {
+        check_id(id)?;
+        read(&self.readers, id, reads::parent).await
+    }
+}
