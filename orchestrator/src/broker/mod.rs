@@ -95,6 +95,7 @@
 //! # }).unwrap();
 //! ```
 
+mod as_transport;
 mod builder;
 mod error;
 mod handle;
