@@ -154,7 +154,9 @@ impl BrokerBuilder {
             .map(|_| {
                 let subscription = shared.transport.subscription(Topics::All);
                 let handle = BrokerHandle { shared: Arc::clone(&shared) };
-                runtime.spawn(async move { handle.shared.dispatcher.run_worker(subscription, handle.clone()).await })
+                runtime.spawn(async move {
+                    handle.shared.dispatcher.run_worker(subscription, handle.clone()).await
+                })
             })
             .collect();
         Ok(Broker::start(shared, workers))

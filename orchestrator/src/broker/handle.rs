@@ -28,9 +28,9 @@ impl Shared {
             TransportError::MissingTo { id } => BrokerError::MissingTo { id },
             TransportError::Full { capacity, .. } => BrokerError::QueueFull { capacity },
             // The in-process transport fails a publish with nothing else.
-            TransportError::Closed | TransportError::InvalidConfig { .. } | TransportError::Backend { .. } => {
-                BrokerError::Closed
-            }
+            TransportError::Closed
+            | TransportError::InvalidConfig { .. }
+            | TransportError::Backend { .. } => BrokerError::Closed,
         }
     }
 

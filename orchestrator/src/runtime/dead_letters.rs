@@ -169,7 +169,13 @@ mod tests {
     use serde_json::json;
 
     fn ev(n: usize) -> Event {
-        Event::builder().source("com.test.client").r#type("com.test.x").subject("s").data_json(json!({ "n": n })).build().unwrap()
+        Event::builder()
+            .source("com.test.client")
+            .r#type("com.test.x")
+            .subject("s")
+            .data_json(json!({ "n": n }))
+            .build()
+            .unwrap()
     }
 
     #[test]

@@ -82,7 +82,9 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
     /// handlers on one topic are refused. Defaults: [`RetryPolicy::default`], dead letters kept
     /// in a buffer of [`DEFAULT_DEAD_LETTER_CAPACITY`](super::DEFAULT_DEAD_LETTER_CAPACITY),
     /// domained events kept.
-    pub fn new(handlers: impl IntoIterator<Item = Arc<dyn DynEventHandler>>) -> Result<Self, DispatcherError> {
+    pub fn new(
+        handlers: impl IntoIterator<Item = Arc<dyn DynEventHandler>>,
+    ) -> Result<Self, DispatcherError> {
         let mut routes = HashMap::new();
         for handler in handlers {
             match routes.entry(topic_of(&*handler).to_owned()) {
@@ -224,7 +226,12 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
             }
             Settlement::Retry(delay) => {
                 bump(&self.counters.retried);
-                tracing::debug!(event_id = delivery.event().id(), attempt, ?delay, "transient failure: retrying");
+                tracing::debug!(
+                    event_id = delivery.event().id(),
+                    attempt,
+                    ?delay,
+                    "transient failure: retrying"
+                );
                 self.settled("nack", delivery.nack(delay).await);
             }
             Settlement::DeadLetter(reason) => self.terminate(delivery, reason).await,

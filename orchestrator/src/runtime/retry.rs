@@ -45,7 +45,8 @@ impl RetryPolicy {
     /// `min(max_delay, initial * multiplier^(attempt - 1))`.
     pub fn ceiling(&self, attempt: u32) -> Duration {
         let cap = self.max_delay.as_secs_f64();
-        let multiplier = if self.multiplier.is_nan() || self.multiplier < 0.0 { 1.0 } else { self.multiplier };
+        let multiplier =
+            if self.multiplier.is_nan() || self.multiplier < 0.0 { 1.0 } else { self.multiplier };
         let exponent = i32::try_from(attempt.saturating_sub(1)).unwrap_or(i32::MAX);
         let secs = self.initial.as_secs_f64() * multiplier.powi(exponent);
         if secs.is_nan() {

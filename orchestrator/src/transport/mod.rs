@@ -78,7 +78,10 @@ pub trait Transport: Send + Sync + 'static {
     fn publish(&self, events: Vec<Event>) -> impl Future<Output = Result<(), TransportError>> + Send;
 
     /// Joins the competing consumers of `topics`.
-    fn subscribe(&self, topics: Topics) -> impl Future<Output = Result<Self::Subscription, TransportError>> + Send;
+    fn subscribe(
+        &self,
+        topics: Topics,
+    ) -> impl Future<Output = Result<Self::Subscription, TransportError>> + Send;
 
     /// Stops accepting events from outside. Subscriptions keep receiving what is already queued
     /// (and what its handlers produce) and end once that is drained.
