@@ -24,6 +24,7 @@
 //! Nothing sleeps or polls: waiting is done with [`tokio::sync::Notify`] (and, for retries, a
 //! timer until the earliest is due).
 
+mod delayed;
 mod delivery;
 mod inner;
 mod lanes;
