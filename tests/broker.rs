@@ -905,10 +905,10 @@ impl EventHandler for Burst {
 
 /// The loss the issue measured: with the default capacity (1000), handlers whose products do
 /// not fit in the queue used to turn them into dead letters. 1,200 roots × (1 + 5 + 5) = 13,200
-/// events; the queue is full when the roots fan out, so every product goes over capacity.
+/// events (more roots with more than 100 workers); the queue is full when the roots
+/// fan out, so every product goes over capacity.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fan_out_beyond_the_default_capacity_loses_nothing() {
-    const ROOTS: usize = 1200;
     let open = Arc::new(Semaphore::new(0));
     let leaves = Arc::new(AtomicUsize::new(0));
     let broker = Broker::builder()
@@ -917,13 +917,15 @@ async fn fan_out_beyond_the_default_capacity_loses_nothing() {
         .build()
         .unwrap();
     assert_eq!(broker.capacity(), DEFAULT_CAPACITY);
+    // More than the queue and the workers at the gate hold: 1,200 with up to 100 workers.
+    let roots = (DEFAULT_CAPACITY + 200).max(DEFAULT_CAPACITY + broker.workers() + 100);
     let root = |n: usize| {
         event(CLIENT, "com.test.burst", &format!("root{n}"), json!({ "depth": 1, "reply": "com.test.sink" }))
     };
     let publisher = tokio::spawn({
         let broker = broker.clone();
         async move {
-            for n in 0..ROOTS {
+            for n in 0..roots {
                 broker.publish_wait(root(n)).await.unwrap();
             }
         }
@@ -941,10 +943,10 @@ async fn fan_out_beyond_the_default_capacity_loses_nothing() {
     within(broker.wait_idle()).await;
     let stats = broker.stats();
     assert!(broker.take_dead_letters().is_empty(), "no product was dropped");
-    assert_eq!(leaves.load(Ordering::SeqCst), ROOTS * 5, "every chain completed");
+    assert_eq!(leaves.load(Ordering::SeqCst), roots * 5, "every chain completed");
     assert_eq!((stats.dead_lettered, stats.rejected, stats.retried), (0, 0, 0));
-    assert_eq!(stats.published, (ROOTS * 11) as u64);
-    assert_eq!(stats.delivered, (ROOTS * 11) as u64);
+    assert_eq!(stats.published, (roots * 11) as u64);
+    assert_eq!(stats.delivered, (roots * 11) as u64);
 }
 
 /// Fails with a lock denial on the first `failures` attempts of each event, then answers
