@@ -50,8 +50,12 @@ impl Delayed {
         self.heap.push(Reverse(Entry { due, job }));
     }
 
-    /// Puts the jobs due by `now` back at the front of their lanes. True if any was.
-    pub(super) fn promote(&mut self, now: Instant, lanes: &mut Lanes) -> bool {
+    /// Puts the jobs due now back at the front of their lanes. True if any was.
+    pub(super) fn promote(&mut self, lanes: &mut Lanes) -> bool {
+        if self.heap.is_empty() {
+            return false;
+        }
+        let now = Instant::now();
         let mut promoted = false;
         while self.heap.peek().is_some_and(|Reverse(entry)| entry.due <= now) {
             if let Some(Reverse(entry)) = self.heap.pop() {

@@ -15,7 +15,6 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio::time::Instant;
 
 use super::TransportStats;
 use super::delayed::Delayed;
@@ -207,7 +206,7 @@ impl Inner {
                 let mut state = self.state();
                 let promoted = {
                     let State { delayed, lanes, .. } = &mut *state;
-                    delayed.promote(Instant::now(), lanes)
+                    delayed.promote(lanes)
                 };
                 if let Some(job) = state.lanes.take(topics) {
                     let more = promoted || state.lanes.has_ready();
