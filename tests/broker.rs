@@ -1,6 +1,7 @@
 //! The in-process broker (`orchestrator::broker`): FIFO and per-subject ordering under N workers,
-//! concurrency across subjects, the bounded queue, resolve, dead letters, domained events,
-//! shutdown, the log and the counters.
+//! concurrency across subjects, the bounded queue and backpressure without loss, retries of
+//! transient failures, resolve, dead letters (bounded), domained events, shutdown, the log and
+//! the counters.
 //!
 //! Concurrency is proven with barriers and overlap detection, never with timing thresholds; the
 //! only timeout (`within`) turns a hang into a failure.
@@ -15,11 +16,12 @@ use std::time::{Duration, Instant};
 
 use orchestrator::broker::{
     Broker, BrokerError, BrokerHandle, DEFAULT_CAPACITY, DeadLetter, DeadLetterReason, DomainedEvent,
+    RetryPolicy,
 };
 use orchestrator::event::Event;
 use orchestrator::handler::EventHandler;
 use orchestrator::subject::Subject;
-use orchestrator::violation::Violation;
+use orchestrator::violation::{TransactionCause, Violation};
 use serde_json::{Value, json};
 use tokio::sync::{Barrier, Semaphore, mpsc, oneshot};
 
@@ -865,4 +867,215 @@ async fn the_log_records_every_published_event_in_order() {
     let quiet = chain_broker(1).build().unwrap();
     within(quiet.resolve(chain_start(CLIENT, "s", 0))).await.unwrap().unwrap();
     assert!(quiet.take_log().is_empty(), "off by default");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backpressure without loss, retries, bounded dead letters
+
+/// Roots (`data.depth` 1) wait for the gate, then fan out into five children (depth 0) on their
+/// own subjects; each child answers `data.reply`.
+struct Burst {
+    open: Arc<Semaphore>,
+}
+
+impl EventHandler for Burst {
+    fn source(&self) -> &str {
+        "com.test.burst"
+    }
+    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        let reply = text(event, "reply");
+        if int(event, "depth") == 0 {
+            return Ok(vec![answer(event, self.source(), reply, "evt.test.leaf", json!({}))]);
+        }
+        drop(self.open.acquire().await.unwrap());
+        Ok((0..5)
+            .map(|i| {
+                Event::builder()
+                    .source(self.source())
+                    .r#type(self.source())
+                    .subject(format!("{}.{i}", event.subject()))
+                    .parentid(event.id())
+                    .data_json(json!({ "depth": 0, "reply": reply }))
+                    .build()
+                    .unwrap()
+            })
+            .collect())
+    }
+}
+
+/// The loss the issue measured: with the default capacity (1000), handlers whose products do
+/// not fit in the queue used to turn them into dead letters. 1,200 roots × (1 + 5 + 5) = 13,200
+/// events (more roots with more than 100 workers); the queue is full when the roots
+/// fan out, so every product goes over capacity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fan_out_beyond_the_default_capacity_loses_nothing() {
+    let open = Arc::new(Semaphore::new(0));
+    let leaves = Arc::new(AtomicUsize::new(0));
+    let broker = Broker::builder()
+        .handler(Burst { open: Arc::clone(&open) })
+        .handler(Counter { topic: "com.test.sink", calls: Arc::clone(&leaves) })
+        .build()
+        .unwrap();
+    assert_eq!(broker.capacity(), DEFAULT_CAPACITY);
+    // More than the queue and the workers at the gate hold: 1,200 with up to 100 workers.
+    let roots = (DEFAULT_CAPACITY + 200).max(DEFAULT_CAPACITY + broker.workers() + 100);
+    let root = |n: usize| {
+        event(CLIENT, "com.test.burst", &format!("root{n}"), json!({ "depth": 1, "reply": "com.test.sink" }))
+    };
+    let publisher = tokio::spawn({
+        let broker = broker.clone();
+        async move {
+            for n in 0..roots {
+                broker.publish_wait(root(n)).await.unwrap();
+            }
+        }
+    });
+    // Every worker holds a root at the gate and the queue is full: the publisher waits.
+    within(async {
+        while broker.stats().queued < DEFAULT_CAPACITY {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await;
+    assert_eq!(broker.stats().queued, DEFAULT_CAPACITY, "publishers wait at capacity");
+    open.add_permits(broker.workers());
+    within(publisher).await.unwrap();
+    within(broker.wait_idle()).await;
+    let stats = broker.stats();
+    assert!(broker.take_dead_letters().is_empty(), "no product was dropped");
+    assert_eq!(leaves.load(Ordering::SeqCst), roots * 5, "every chain completed");
+    assert_eq!((stats.dead_lettered, stats.rejected, stats.retried), (0, 0, 0));
+    assert_eq!(stats.published, (roots * 11) as u64);
+    assert_eq!(stats.delivered, (roots * 11) as u64);
+}
+
+/// Fails with a lock denial on the first `failures` attempts of each event, then answers
+/// `data.reply`; records `(n, attempt, ok)` in handling order.
+struct Flaky {
+    failures: usize,
+    attempts: Mutex<HashMap<String, usize>>,
+    trace: Arc<Mutex<Vec<(i64, usize, bool)>>>,
+}
+
+impl EventHandler for Flaky {
+    fn source(&self) -> &str {
+        "com.test.flaky"
+    }
+    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        let attempt = {
+            let mut attempts = self.attempts.lock().unwrap();
+            let attempt = attempts.entry(event.id().to_owned()).or_default();
+            *attempt += 1;
+            *attempt
+        };
+        let ok = attempt > self.failures;
+        self.trace.lock().unwrap().push((int(event, "n"), attempt, ok));
+        if !ok {
+            return Err(Violation::transaction(
+                TransactionCause::LockUnacquired,
+                "lock held by another worker",
+            ));
+        }
+        Ok(vec![answer(event, self.source(), text(event, "reply"), "evt.test.flaky.done", json!({}))])
+    }
+}
+
+fn flaky(failures: usize) -> (Flaky, Arc<Mutex<Vec<(i64, usize, bool)>>>) {
+    let trace = Arc::new(Mutex::new(Vec::new()));
+    (Flaky { failures, attempts: Mutex::default(), trace: Arc::clone(&trace) }, trace)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lock_denial_is_retried_in_order_until_it_succeeds() {
+    let (handler, trace) = flaky(3);
+    let broker = Broker::builder().handler(handler).workers(4).build().unwrap();
+    let ask = |n: i64| event(CLIENT, "com.test.flaky", "s", json!({ "n": n, "reply": CLIENT }));
+    broker.publish(ask(1)).unwrap();
+    let done = within(broker.resolve(ask(2))).await.unwrap().expect("the answer");
+    assert_eq!(done.r#type(), "evt.test.flaky.done");
+    assert!(broker.take_dead_letters().is_empty(), "transient failures are not dead letters");
+    let trace = trace.lock().unwrap().clone();
+    assert_eq!(
+        trace,
+        [
+            (1, 1, false),
+            (1, 2, false),
+            (1, 3, false),
+            (1, 4, true),
+            (2, 1, false),
+            (2, 2, false),
+            (2, 3, false),
+            (2, 4, true)
+        ],
+        "each event is retried before the next event of its subject runs"
+    );
+    let stats = broker.stats();
+    assert_eq!((stats.delivered, stats.retried, stats.dead_lettered, stats.delayed), (8, 6, 0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn retries_exhausted_become_a_dead_letter() {
+    let (handler, trace) = flaky(3);
+    let policy = RetryPolicy { max_attempts: 2, initial: Duration::from_millis(1), ..RetryPolicy::default() };
+    let broker = Broker::builder().handler(handler).retry(policy).workers(2).build().unwrap();
+    let ask = event(CLIENT, "com.test.flaky", "s", json!({ "n": 1, "reply": CLIENT }));
+    assert_eq!(within(broker.resolve(ask.clone())).await.unwrap(), None);
+    let letters = broker.take_dead_letters();
+    assert_eq!(
+        letters,
+        vec![DeadLetter {
+            event: ask,
+            reason: DeadLetterReason::RetriesExhausted {
+                attempts: 2,
+                violation: Violation::transaction(
+                    TransactionCause::LockUnacquired,
+                    "lock held by another worker"
+                ),
+            },
+        }]
+    );
+    assert!(
+        letters[0].reason.to_string().starts_with("the handler still failed after 2 attempts"),
+        "{}",
+        letters[0].reason
+    );
+    assert_eq!(trace.lock().unwrap().len(), 2);
+    let stats = broker.stats();
+    assert_eq!((stats.delivered, stats.retried, stats.dead_lettered), (2, 1, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_dead_letter_buffer_is_bounded() {
+    let broker = Broker::builder().handler(Echo).workers(1).dead_letter_capacity(10).build().unwrap();
+    let lost: Vec<_> = (0..50).map(|n| event(CLIENT, "com.test.nowhere", "s", json!({ "n": n }))).collect();
+    for event in &lost {
+        broker.publish_wait(event.clone()).await.unwrap();
+    }
+    within(broker.wait_idle()).await;
+    let letters = broker.take_dead_letters();
+    let kept: Vec<_> = letters.iter().map(|l| l.event.clone()).collect();
+    assert_eq!(kept, lost[40..], "the last ten, oldest first");
+    assert_eq!(broker.dead_letters_dropped(), 40);
+    let stats = broker.stats();
+    assert_eq!((stats.dead_lettered, stats.dead_letters_dropped), (50, 40));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_publish_timeout_bounds_the_wait() {
+    let (gate, mut started, permits) = gate();
+    let broker = Broker::builder()
+        .handler(gate)
+        .workers(1)
+        .capacity(1)
+        .publish_timeout(Some(Duration::from_millis(50)))
+        .build()
+        .unwrap();
+    broker.publish(event(CLIENT, "com.test.gate", "a", json!({}))).unwrap();
+    within(started.recv()).await.unwrap();
+    broker.publish(event(CLIENT, "com.test.gate", "b", json!({}))).unwrap();
+    let full = within(broker.publish_wait(event(CLIENT, "com.test.gate", "c", json!({})))).await;
+    assert_eq!(full, Err(BrokerError::QueueFull { capacity: 1 }));
+    permits.add_permits(2);
+    within(broker.wait_idle()).await;
+    assert_eq!((broker.stats().delivered, broker.stats().rejected), (2, 1));
 }

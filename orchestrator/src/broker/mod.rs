@@ -3,7 +3,7 @@
 //! `SimpleEventBroker`, made concurrent and without its pitfalls).
 //!
 //! It is the runtime's [`Dispatcher`](crate::runtime::Dispatcher) running N workers on an
-//! [`InProcessTransport`](crate::transport::InProcessTransport), plus in-process extras
+//! [`InProcessTransport`], plus in-process extras
 //! ([`Broker::resolve`], [`Broker::wait_idle`]).
 //!
 //! # Semantics
@@ -31,7 +31,7 @@
 //! * **Transient failures are retried.** A handler's transaction
 //!   [`Violation`](crate::violation::Violation) (lock denied, store failing) puts the event back
 //!   at the front of its lane after an exponential, fully jittered delay
-//!   ([`RetryPolicy`](crate::runtime::RetryPolicy), set with [`BrokerBuilder::retry`]), in this
+//!   ([`RetryPolicy`], set with [`BrokerBuilder::retry`]), in this
 //!   process, up to the retry limit; then it is a dead letter
 //!   ([`DeadLetterReason::RetriesExhausted`]).
 //! * **Permanent failures are dead letters.** An event with no handler (and no resolve

@@ -320,3 +320,74 @@ impl<P> fmt::Debug for Dispatcher<P> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::handler::EventHandler;
+    use crate::transport::{InProcessConfig, InProcessTransport};
+    use crate::violation::Violation;
+
+    /// Forwards `com.test.first` events to `com.test.second`, which answers nothing.
+    struct Forward(&'static str, Option<&'static str>);
+
+    impl EventHandler for Forward {
+        fn source(&self) -> &str {
+            self.0
+        }
+        async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+            let Some(next) = self.1 else { return Ok(vec![]) };
+            let forwarded = Event::builder()
+                .source(self.0)
+                .r#type(next)
+                .subject(event.subject())
+                .data_json(json!({}))
+                .build()
+                .map_err(|e| Violation::execution(e.to_string()))?;
+            Ok(vec![forwarded])
+        }
+    }
+
+    fn event(to: &str, subject: &str) -> Event {
+        Event::builder()
+            .source("com.test.client")
+            .r#type(to)
+            .subject(subject)
+            .data_json(json!({}))
+            .build()
+            .expect("a valid event")
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn workers_on_any_transport_route_by_topic() {
+        let handlers: Vec<Arc<dyn DynEventHandler>> = vec![
+            Arc::new(Forward("com.test.first", Some("com.test.second"))),
+            Arc::new(Forward("com.test.second", None)),
+        ];
+        let dispatcher = Arc::new(Dispatcher::<()>::new(handlers).expect("distinct topics"));
+        let transport = InProcessTransport::new(InProcessConfig::default()).expect("valid config");
+        let topics = Topics::Only(dispatcher.topics().map(str::to_owned).collect());
+        let workers = dispatcher.spawn_workers(&transport, topics, 2, ()).await.expect("subscribed");
+        let events: Vec<_> = (0..20).map(|n| event("com.test.first", &format!("s{n}"))).collect();
+        transport.publish(events).await.expect("published");
+        tokio::time::timeout(Duration::from_secs(30), transport.wait_idle()).await.expect("idle");
+        let stats = dispatcher.stats();
+        assert_eq!((stats.delivered, stats.produced, stats.dead_lettered), (40, 20, 0));
+        transport.close();
+        for worker in workers {
+            worker.await.expect("a worker ends once the transport is closed and drained");
+        }
+    }
+
+    #[test]
+    fn two_handlers_on_one_topic_are_refused() {
+        let handlers: Vec<Arc<dyn DynEventHandler>> =
+            vec![Arc::new(Forward("com.test.x", None)), Arc::new(Forward("com.test.x", None))];
+        let err = Dispatcher::<()>::new(handlers).expect_err("duplicate topic");
+        assert_eq!(err, DispatcherError::DuplicateHandler { topic: "com.test.x".to_owned() });
+    }
+}

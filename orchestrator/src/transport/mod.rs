@@ -95,6 +95,7 @@ pub trait Subscription: Send + 'static {
     type Delivery: Delivery;
 
     /// The next delivery, waiting for one; `None` once the transport is closed and drained.
+    /// Cancel-safe: dropping the future before it completes loses no delivery.
     fn next(&mut self) -> impl Future<Output = Option<Self::Delivery>> + Send;
 }
 
@@ -108,7 +109,9 @@ pub trait Delivery: Send + 'static {
 
     /// Handled: publishes `produced` (in order, with the same guarantees as
     /// [`Transport::publish`], except that a full transport does not refuse them: they are part
-    /// of work already accepted), then forgets the delivery.
+    /// of work already accepted), then forgets the delivery. If the products are refused (an
+    /// event without `to`: [`TransportError::MissingTo`]), the delivery is not settled and is
+    /// delivered again.
     fn ack(self, produced: Vec<Event>) -> impl Future<Output = Result<(), TransportError>> + Send;
 
     /// Not handled now: delivers the event again once `delay` has passed.

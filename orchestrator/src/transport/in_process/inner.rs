@@ -9,49 +9,24 @@
 //! wake-up is lost. Retries wait in a heap ordered by due time; a consumer waiting in `next`
 //! sleeps until the earliest one is due and moves the due ones back to the front of their lanes.
 
-use std::cmp::{Ordering as CmpOrdering, Reverse};
-use std::collections::BinaryHeap;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio::time::Instant;
 
 use super::TransportStats;
+use super::delayed::Delayed;
 use super::lanes::{Job, Lanes};
 use crate::event::Event;
 use crate::transport::{Topics, TransportError};
 use crate::util::lock;
 
-/// A nacked event waiting for its retry delay; its lane stays busy meanwhile.
-struct Delayed {
-    due: Instant,
-    job: Job,
-}
-
-impl PartialEq for Delayed {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == CmpOrdering::Equal
-    }
-}
-impl Eq for Delayed {}
-impl PartialOrd for Delayed {
-    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Delayed {
-    fn cmp(&self, other: &Self) -> CmpOrdering {
-        (self.due, self.job.entry.seq).cmp(&(other.due, other.job.entry.seq))
-    }
-}
-
 struct State {
     lanes: Lanes,
-    /// Nacked events by due time (earliest first). They count in `lanes.out()`.
-    delayed: BinaryHeap<Reverse<Delayed>>,
+    /// Nacked events by due time. They count in `lanes.out()`.
+    delayed: Delayed,
     closed: bool,
     /// Every accepted event, in acceptance order, when logging is on.
     log: Option<Vec<Event>>,
@@ -97,7 +72,7 @@ impl Inner {
         Self {
             state: Mutex::new(State {
                 lanes: Lanes::default(),
-                delayed: BinaryHeap::new(),
+                delayed: Delayed::default(),
                 closed: false,
                 log: log.then(Vec::new),
                 space_waiters: 0,
@@ -229,13 +204,10 @@ impl Inner {
             notified.as_mut().enable();
             let next_due = {
                 let mut state = self.state();
-                let now = Instant::now();
-                let mut promoted = false;
-                while state.delayed.peek().is_some_and(|Reverse(d)| d.due <= now) {
-                    if let Some(Reverse(delayed)) = state.delayed.pop() {
-                        promoted |= state.lanes.requeue(delayed.job);
-                    }
-                }
+                let promoted = {
+                    let State { delayed, lanes, .. } = &mut *state;
+                    delayed.promote(lanes)
+                };
                 if let Some(job) = state.lanes.take(topics) {
                     let more = promoted || state.lanes.has_ready();
                     let space = state.space_waiters > 0;
@@ -256,7 +228,7 @@ impl Inner {
                 if state.closed && state.lanes.is_idle() {
                     return None;
                 }
-                state.delayed.peek().map(|Reverse(d)| d.due)
+                state.delayed.next_due()
             };
             match next_due {
                 Some(due) => {
@@ -289,13 +261,7 @@ impl Inner {
             self.after_settle(state, ready);
             return;
         }
-        // A delay too large for the clock waits "forever" (about 30 years).
-        let now = Instant::now();
-        let due = now
-            .checked_add(delay)
-            .or_else(|| now.checked_add(Duration::from_secs(30 * 365 * 24 * 3600)))
-            .unwrap_or(now);
-        state.delayed.push(Reverse(Delayed { due, job }));
+        state.delayed.push(job, delay);
         drop(state);
         // A consumer may be sleeping until a later due time: let one recompute.
         self.work.notify_one();

@@ -86,11 +86,13 @@ impl Lanes {
     /// Hands out the oldest event of a free lane whose topic is in `topics`, marks its lane busy
     /// and counts one more delivery of it. `Topics::Only` scans the ready lanes in order.
     pub(super) fn take(&mut self, topics: &Topics) -> Option<Job> {
-        let seq = match topics {
-            Topics::All => *self.ready.keys().next()?,
-            Topics::Only(_) => *self.ready.iter().find(|(_, lane)| topics.contains(topic_of(lane)))?.0,
+        let lane = match topics {
+            Topics::All => self.ready.pop_first()?.1,
+            Topics::Only(_) => {
+                let seq = *self.ready.iter().find(|(_, lane)| topics.contains(topic_of(lane)))?.0;
+                self.ready.remove(&seq)?
+            }
         };
-        let lane = self.ready.remove(&seq)?;
         let state = self.lanes.get_mut(&lane)?;
         let mut entry = state.pending.pop_front()?;
         state.busy = true;

@@ -24,6 +24,7 @@
 //! Nothing sleeps or polls: waiting is done with [`tokio::sync::Notify`] (and, for retries, a
 //! timer until the earliest is due).
 
+mod delayed;
 mod delivery;
 mod inner;
 mod lanes;
@@ -162,5 +163,82 @@ impl fmt::Debug for InProcessTransport {
             .field("capacity", &self.capacity())
             .field("stats", &self.stats())
             .finish_non_exhaustive()
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::testing::{Profile, conformance};
+    use crate::transport::{Delivery, Subscription};
+
+    fn event(subject: &str) -> Event {
+        Event::builder()
+            .source("com.test.client")
+            .r#type("com.test.a")
+            .subject(subject)
+            .data_json(serde_json::json!({}))
+            .build()
+            .expect("a valid event")
+    }
+
+    fn transport(capacity: usize, publish_timeout: Option<Duration>) -> InProcessTransport {
+        InProcessTransport::new(InProcessConfig { capacity, publish_timeout, log: true })
+            .expect("valid config")
+    }
+
+    #[tokio::test]
+    async fn publish_times_out_when_full_and_try_publish_does_not_wait() {
+        let t = transport(1, Some(Duration::from_millis(50)));
+        t.try_publish(vec![event("a")]).expect("room for one");
+        assert!(
+            matches!(t.try_publish(vec![event("b")]), Err(TransportError::Full { capacity: 1, waited }) if waited.is_zero())
+        );
+        match t.publish(vec![event("b")]).await {
+            Err(TransportError::Full { capacity: 1, waited }) => {
+                assert_eq!(waited, Duration::from_millis(50))
+            }
+            other => panic!("expected Full, got {other:?}"),
+        }
+        assert_eq!(t.stats().published, 1);
+        assert_eq!(t.take_log().len(), 1);
+        assert!(
+            InProcessTransport::new(InProcessConfig { capacity: 0, ..InProcessConfig::default() }).is_err()
+        );
+    }
+
+    #[tokio::test]
+    async fn wait_idle_waits_for_pending_retries() {
+        let t = transport(4, None);
+        t.try_publish(vec![event("a")]).expect("room");
+        let mut subscription = t.subscription(Topics::All);
+        let first = subscription.next().await.expect("a delivery");
+        let delay = Duration::from_millis(100);
+        let nacked = tokio::time::Instant::now();
+        first.nack(delay).await.expect("nack");
+        let stats = t.stats();
+        assert_eq!((stats.queued, stats.in_flight, stats.delayed, stats.nacked), (0, 0, 1, 1));
+        let consumer = tokio::spawn(async move {
+            while let Some(delivery) = subscription.next().await {
+                delivery.ack(vec![]).await.expect("ack");
+            }
+        });
+        t.wait_idle().await;
+        assert!(nacked.elapsed() >= delay, "idle only once the retry was delivered and acked");
+        assert_eq!((t.stats().acked, t.stats().delayed), (1, 0));
+        t.close();
+        consumer.await.expect("the consumer ends once closed and drained");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn in_process_transport_conforms() {
+        let capacity = 8;
+        conformance(
+            || {
+                InProcessTransport::new(InProcessConfig { capacity, ..InProcessConfig::default() })
+                    .expect("valid config")
+            },
+            Profile { ordered: true, capacity },
+        )
+        .await;
     }
 }
