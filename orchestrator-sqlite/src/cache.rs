@@ -17,12 +17,12 @@
 //!   compare-and-swap write that follows the execution then fails with `Conflict`, exactly as
 //!   it would had the other commit come between read and write. Nothing is overwritten.
 //!
-//! **Idempotency.** The lookup also answers whether the event was consumed already. For a
+//! **Idempotency.** `acquire` also answers whether the event was consumed already. For a
 //! workflow whose every write this store saw (it created it and no foreign commit intervened),
-//! the entry keeps a hash of each consumed event's `(source, id)` (up to [`MAX_TRACKED_EVENTS`]):
-//! an event whose hash is absent was never consumed, and the journal need not be read. A present hash (a
-//! redelivery, or a collision), an incomplete history or a longer one sends the lookup to the
-//! journal.
+//! the entry keeps a hash of each consumed event's `(source, id)` (up to
+//! [`MAX_TRACKED_EVENTS`]): an event whose hash is absent was never consumed, and the journal
+//! need not be read. A present hash (a redelivery, or a collision), an incomplete history or a
+//! longer one sends `acquire` to the journal.
 
 use std::collections::HashSet;
 use std::hash::BuildHasher;

@@ -17,7 +17,7 @@ use orchestrator_sqlite::{Retention, SqliteMemory};
 const LONG: Duration = Duration::from_secs(60);
 
 async fn in_flight(m: &SqliteMemory<String>) -> Vec<String> {
-    m.pending(0, 100).await.unwrap().into_iter().map(|p| p.event.id().to_owned()).collect()
+    m.pending(0, 100).await.expect("pending").into_iter().map(|p| p.event.id().to_owned()).collect()
 }
 
 #[tokio::test]

@@ -10,6 +10,25 @@ use orchestrator::memory::DynMemory;
 use orchestrator::memory::testing::{self, Settings};
 use orchestrator_sqlite::{SqliteConfig, SqliteMemory, Synchronous};
 
+/// The suites check timings of a few hundred milliseconds (a denied lock answered at once, a
+/// renewed lease, claims): they run one at a time, so that they do not compete for the CPU.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A temporary directory for the suites' files: in `/dev/shm` (memory) when there is one. The
+/// suites allow a few hundred milliseconds between a lock and a write under it; on a shared
+/// machine an fsync to disk can stall that long (another process writing heavily), which would
+/// fail them for reasons that are not the store's. The code path is the same (WAL, group commit,
+/// `synchronous`); only the medium differs. The other tests use the default temporary directory.
+fn temp_dir() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir()
+        && let Ok(dir) = tempfile::tempdir_in(shm)
+    {
+        return dir;
+    }
+    tempfile::tempdir().expect("temp dir")
+}
+
 /// Fresh stores in `dir`: a new file for each call.
 fn factory(
     dir: &tempfile::TempDir,
@@ -29,25 +48,29 @@ fn factory(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conforms() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let _serial = SERIAL.lock().await;
+    let dir = temp_dir();
     testing::conformance(factory(&dir, Synchronous::Full)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn its_journal_conforms() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let _serial = SERIAL.lock().await;
+    let dir = temp_dir();
     testing::journal(factory(&dir, Synchronous::Full)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conforms_with_synchronous_normal() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let _serial = SERIAL.lock().await;
+    let dir = temp_dir();
     testing::conformance(factory(&dir, Synchronous::Normal)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conforms_without_a_record_cache() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let _serial = SERIAL.lock().await;
+    let dir = temp_dir();
     let n = AtomicUsize::new(0);
     testing::conformance(|s: Settings| {
         let path = dir.path().join(format!("db-{}.sqlite", n.fetch_add(1, Ordering::Relaxed)));
@@ -63,7 +86,8 @@ async fn conforms_without_a_record_cache() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conforms_when_chosen_at_run_time() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let _serial = SERIAL.lock().await;
+    let dir = temp_dir();
     let make = factory(&dir, Synchronous::Full);
     testing::conformance(|s| {
         let backend: Arc<dyn DynMemory<String>> = Arc::new(make(s));

@@ -31,9 +31,9 @@ const WORKFLOWS: usize = 400;
 const KILLS: usize = 12;
 
 fn store(path: &Path) -> SqliteMemory<WorkflowRecord> {
-    // Default lease TTL (120 s) and lock retries: one child runs at a time under one owner name,
-    // so each new child releases the leases its killed predecessor held, instead of waiting for
-    // them to lapse.
+    // Default lease TTL (120 s); a lock is one attempt. One child runs at a time under one owner
+    // name, so each new child releases the leases its killed predecessor held, instead of waiting
+    // for them to lapse.
     SqliteConfig::new(path).owner("crash-test-node").open().expect("open the store")
 }
 

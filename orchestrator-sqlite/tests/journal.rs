@@ -208,3 +208,23 @@ async fn a_corrupt_record_is_a_backend_error_not_a_panic() {
     other.write("s", &"text".into(), None, None, &WriteMeta::new("s", "src")).await.unwrap();
     assert!(matches!(typed.read("s").await, Err(MemoryError::Backend { .. })));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_database_is_a_transient_error_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("busy.db");
+    let m = orchestrator_sqlite::SqliteConfig::new(&path)
+        .busy_timeout(Duration::from_millis(50))
+        .open::<String>()
+        .unwrap();
+    m.write("wf", &"one".into(), None, None, &WriteMeta::new("wf", "src")).await.unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    // Another process holds the write lock.
+    raw.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let err = m.write("wf", &"two".into(), Some(1), None, &WriteMeta::new("wf", "src")).await.unwrap_err();
+    assert!(matches!(err, MemoryError::Backend { transient: true, .. }), "{err:?}");
+    assert!(err.is_transient());
+    raw.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(m.read("wf").await.unwrap().map(|s| s.version), Some(1), "nothing was written");
+    assert_eq!(m.write("wf", &"two".into(), Some(1), None, &WriteMeta::new("wf", "src")).await.unwrap(), 2);
+}

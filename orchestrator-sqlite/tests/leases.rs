@@ -28,18 +28,19 @@ async fn a_held_lease_is_denied_at_once() {
 #[tokio::test]
 async fn a_renewed_lease_outlives_its_first_ttl_and_a_lapsed_one_cannot_be_renewed() {
     let dir = tempfile::tempdir().unwrap();
-    let m = store(&dir.path().join("renew.db"), Duration::from_millis(300), Retention::Keep);
+    let m = store(&dir.path().join("renew.db"), Duration::from_millis(600), Retention::Keep);
     let lease = m.lock("wf").await.unwrap().unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
     let renewed = m.renew(&lease).await.unwrap();
     assert_eq!(renewed.token, lease.token);
     assert!(renewed.expires_at > lease.expires_at);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // 800 ms after locking with a 600 ms TTL: held only thanks to the renewal.
+    tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(m.lock("wf").await.unwrap().is_none(), "still held thanks to the renewal");
     m.write("wf", &"x".into(), None, Some(&renewed), &WriteMeta::new("wf", "s")).await.unwrap();
     let wrong = Lease { token: lease.token + 1, ..renewed.clone() };
     assert!(matches!(m.renew(&wrong).await, Err(MemoryError::StaleLease { .. })), "another token");
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
     assert!(matches!(m.renew(&renewed).await, Err(MemoryError::StaleLease { .. })), "lapsed");
 }
 

@@ -32,7 +32,7 @@ async fn step(
 
 /// `acquire` without a lease.
 async fn lookup(m: &impl Memory<String>, event_id: &str) -> Acquired<String> {
-    m.acquire("wf", key(event_id), false).await.unwrap().expect("no lock asked: always answered")
+    m.acquire("wf", key(event_id), false).await.expect("acquire").expect("no lock asked: always answered")
 }
 
 fn version_and_record(acquired: &Acquired<String>) -> Option<(u64, &str)> {
