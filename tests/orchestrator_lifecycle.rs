@@ -15,7 +15,8 @@ use orchestrator::domain::Domain;
 use orchestrator::handler::EventHandler;
 use orchestrator::machine::RequestOptions;
 use orchestrator::memory::{
-    Acquired, Commit, EventKey, InMemory, InMemoryConfig, Journal, Lease, Memory, MemoryError, Retention, Stored, Wake,
+    Acquired, Commit, EventKey, InMemory, InMemoryConfig, Journal, Lease, Memory, MemoryError, Retention,
+    Stored, Wake,
 };
 use orchestrator::orchestration::{
     CoreStep, ExecutionStatus, Lifecycle, Locking, Orchestrator, StepError, StepInput, StepOutput,

@@ -263,9 +263,10 @@ async fn a_timer_fires_after_the_process_restarts_over_the_same_memory() {
         .handler(client.clone())
         .build()
         .unwrap();
-    let task = timers(&mem).with_tick(Duration::from_millis(5)).spawn(broker.handle().transport().clone(), |e| {
-        panic!("timer pass failed: {e}");
-    });
+    let task =
+        timers(&mem).with_tick(Duration::from_millis(5)).spawn(broker.handle().transport().clone(), |e| {
+            panic!("timer pass failed: {e}");
+        });
     let mut done = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while done.len() < inits.len() && tokio::time::Instant::now() < deadline {

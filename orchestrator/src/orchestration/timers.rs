@@ -47,10 +47,10 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::{WorkflowRecord, wake_type};
-use crate::transport::{Transport, TransportError};
 use crate::event::{Event, EventError};
 use crate::memory::{Memory, MemoryError};
 use crate::subject::{Subject, SubjectError};
+use crate::transport::{Transport, TransportError};
 
 /// Why a wake-up could not be made or published.
 #[derive(Debug, thiserror::Error)]

@@ -25,7 +25,11 @@ pub enum RecoveryError {
 
 /// Publishes `event` durably: adds it to `outbox`, then publishes it on `transport` (waiting
 /// while it is full). A crash in between is repaired by [`redeliver`].
-pub async fn publish<O: Outbox, T: Transport>(outbox: &O, transport: &T, event: Event) -> Result<(), RecoveryError> {
+pub async fn publish<O: Outbox, T: Transport>(
+    outbox: &O,
+    transport: &T,
+    event: Event,
+) -> Result<(), RecoveryError> {
     outbox.advance(None, std::slice::from_ref(&event)).await?;
     let id = event.id().to_owned();
     transport.publish(vec![event]).await.map_err(|source| RecoveryError::Transport { id, source })
@@ -53,7 +57,11 @@ pub async fn in_flight<O: Outbox>(outbox: &O, page: usize) -> Result<Vec<Event>,
 /// before publishing anything else: the events in the outbox then are exactly those a previous
 /// run left in flight. It reads them all (`page` at a time) before publishing the first, so what
 /// the redelivered events produce meanwhile is not published twice.
-pub async fn redeliver<O: Outbox, T: Transport>(outbox: &O, transport: &T, page: usize) -> Result<usize, RecoveryError> {
+pub async fn redeliver<O: Outbox, T: Transport>(
+    outbox: &O,
+    transport: &T,
+    page: usize,
+) -> Result<usize, RecoveryError> {
     let events = in_flight(outbox, page).await?;
     let published = events.len();
     for event in events {

@@ -5,7 +5,6 @@ use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-
 use super::clients::{ClientSink, Completions};
 use super::{MissingService, Node, NodeError};
 use crate::contract::VersionedContract;
