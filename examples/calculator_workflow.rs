@@ -1,13 +1,17 @@
 //! Arvo's calculator example (X1): an averaging workflow declared with `machine!` calls the add
-//! and divide services; everything runs in-process on the broker, and the example prints the
-//! timeline of events and the workflow's result.
+//! and divide services; everything runs in-process on one [`Node`] (its in-process transport
+//! logs every event it accepts), and the example prints the timeline of events and the
+//! workflow's result.
 //!
 //! Run with `cargo run --example calculator_workflow`.
 
-use orchestrator::broker::Broker;
+use std::sync::Arc;
+
 use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
-use orchestrator::orchestration::Orchestrator;
+use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
+use orchestrator::runtime::{Node, WorkflowStatus};
+use orchestrator::transport::InProcessConfig;
 use orchestrator_examples::calculator::{
     AddV1, AverageInput, AverageOutput, AverageV1, DivideRequest, DivideV1, Operands, Quotient, Sum, services,
 };
@@ -82,20 +86,34 @@ orchestrator::machine! {
     }
 }
 
+/// The client starting the workflow: its completion is addressed here.
+const CLIENT: &str = "com.example.client";
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let add = services::add()?;
-    let divide = services::divide()?;
-    let memory = InMemory::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() });
-    let workflow = Orchestrator::builder(memory).machine::<AverageFlow>().build()?;
-    let broker = Broker::builder().handler(workflow).handler(add).handler(divide).log(true).build()?;
+    let store = Arc::new(InMemory::<WorkflowRecord>::new(InMemoryConfig {
+        retention: Retention::Keep,
+        ..InMemoryConfig::default()
+    }));
+    // One node: the two services, the orchestrator (the build fails if a service the machine
+    // calls has no handler), and the client topic whose completions `run` waits for. The
+    // transport logs every event it accepts, for the timeline.
+    let node = Node::builder(Arc::clone(&store))
+        .in_process(InProcessConfig { log: true, ..InProcessConfig::default() })?
+        .service(services::add()?)
+        .service(services::divide()?)
+        .orchestrator(Orchestrator::builder(Arc::clone(&store)).machine::<AverageFlow>())
+        .client(CLIENT)
+        .build()
+        .await?;
 
     let init = EventFactory::<AverageV1>::new()
-        .init(AverageInput { values: vec![3.0, 5.0, 10.0] }, Event::builder().source("com.example.client"))?;
-    let done = broker.resolve(init).await?.ok_or("the workflow did not complete")?;
+        .init(AverageInput { values: vec![3.0, 5.0, 10.0] }, Event::builder().source(CLIENT))?;
+    let done = node.run(init.clone()).await?;
+    node.transport().wait_idle().await;
 
     println!("timeline:");
-    for (i, event) in broker.take_log().iter().enumerate() {
+    for (i, event) in node.transport().take_log().iter().enumerate() {
         println!(
             "  {i:>2}. {:<28} {:<22} -> {:<22} {}",
             event.r#type(),
@@ -105,6 +123,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     println!("result: {}", serde_json::to_string(done.data())?);
-    broker.shutdown().await;
+    let status = node.status(init.subject()).await?.ok_or("no workflow record")?;
+    println!("status: {status}");
+
+    let output: AverageOutput = serde_json::from_value(done.data_value().clone())?;
+    if output.average != 6.0 || status != WorkflowStatus::Done {
+        return Err(format!("unexpected result {output:?} ({status})").into());
+    }
+    if !node.take_dead_letters().is_empty() {
+        return Err("some events were dead-lettered".into());
+    }
+    node.shutdown().await;
     Ok(())
 }
