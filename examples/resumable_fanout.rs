@@ -5,18 +5,20 @@
 //! them locally and completes with `Σ value·weight / Σ weight`.
 //!
 //! Prints the timeline of events, the result and how many times the resumable function ran
-//! (once for the init event, once per response: N + 1).
+//! (once for the init event, once per response: N + 1). One [`Node`] runs the resumable and
+//! the `mul` service on its in-process transport, which logs every event it accepts.
 //!
 //! Run with `cargo run --example resumable_fanout`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use orchestrator::broker::Broker;
 use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
-use orchestrator::orchestration::WorkflowRecord;
 use orchestrator::orchestration::resumable::{Request, Resumable, ResumableInput, ResumableOutput};
+use orchestrator::orchestration::{ResumableBuilder, WorkflowRecord};
 use orchestrator::prelude::*;
+use orchestrator::runtime::{Node, WorkflowStatus};
+use orchestrator::transport::InProcessConfig;
 use orchestrator_examples::calculator::{MulV1, Operands, Product, services};
 
 /// One value and its weight.
@@ -73,52 +75,56 @@ pub struct FanIn {
     pub total_weight: f64,
 }
 
-/// The resumable: fan out on init, fan in on the responses.
-fn weighted_average(memory: Mem, calls: Arc<AtomicUsize>) -> Result<Resumable<Mem>, Violation> {
-    Resumable::builder(memory)
-        .service::<MulV1>()
-        .version(move |input: ResumableInput<WeightedAverageV1, FanIn>| {
-            calls.fetch_add(1, Ordering::SeqCst);
-            async move {
-                if let Some(init) = input.init {
-                    let total_weight = init.pairs.iter().map(|p| p.weight).sum();
-                    let context = FanIn { expected: init.pairs.len(), total_weight };
-                    let requests = init
-                        .pairs
-                        .iter()
-                        .map(|p| Request::new::<MulV1>(Operands { a: p.value, b: p.weight }));
-                    return Ok(ResumableOutput::wait().context(context).requests(requests));
-                }
-                let ctx = input.context.clone().ok_or("the workflow has no context")?;
-                if let Some(error) = input.collected.errors::<MulV1>()?.first() {
-                    return Err(format!("a multiplication failed: {}", error.error_message).into());
-                }
-                let products = input.collected::<MulV1, Product>()?;
-                if products.len() < ctx.expected {
-                    return Ok(ResumableOutput::wait());
-                }
-                let weighted_sum: f64 = products.iter().map(|p| p.product).sum();
-                if ctx.total_weight == 0.0 {
-                    return Err("the weights sum to zero".into());
-                }
-                Ok(ResumableOutput::complete(WeightedOutput {
-                    average: weighted_sum / ctx.total_weight,
-                    weighted_sum,
-                    total_weight: ctx.total_weight,
-                    products: products.len(),
-                }))
+/// The client starting the workflow: its completion is addressed here.
+const CLIENT: &str = "com.example.client";
+
+/// The resumable: fan out on init, fan in on the responses (the node builds it, over its store).
+fn weighted_average(store: Arc<Mem>, calls: Arc<AtomicUsize>) -> ResumableBuilder<Arc<Mem>> {
+    let function = move |input: ResumableInput<WeightedAverageV1, FanIn>| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if let Some(init) = input.init {
+                let total_weight = init.pairs.iter().map(|p| p.weight).sum();
+                let context = FanIn { expected: init.pairs.len(), total_weight };
+                let requests =
+                    init.pairs.iter().map(|p| Request::new::<MulV1>(Operands { a: p.value, b: p.weight }));
+                return Ok(ResumableOutput::wait().context(context).requests(requests));
             }
-        })
-        .build()
+            let ctx = input.context.clone().ok_or("the workflow has no context")?;
+            if let Some(error) = input.collected.errors::<MulV1>()?.first() {
+                return Err(format!("a multiplication failed: {}", error.error_message).into());
+            }
+            let products = input.collected::<MulV1, Product>()?;
+            if products.len() < ctx.expected {
+                return Ok(ResumableOutput::wait());
+            }
+            let weighted_sum: f64 = products.iter().map(|p| p.product).sum();
+            if ctx.total_weight == 0.0 {
+                return Err("the weights sum to zero".into());
+            }
+            Ok(ResumableOutput::complete(WeightedOutput {
+                average: weighted_sum / ctx.total_weight,
+                weighted_sum,
+                total_weight: ctx.total_weight,
+                products: products.len(),
+            }))
+        }
+    };
+    Resumable::builder(store).service::<MulV1>().version(function)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mul = services::mul()?;
-    let memory = InMemory::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() });
+    let store =
+        Arc::new(Mem::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() }));
     let calls = Arc::new(AtomicUsize::new(0));
-    let workflow = weighted_average(memory, Arc::clone(&calls))?;
-    let broker = Broker::builder().handler(workflow).handler(mul).log(true).build()?;
+    let node = Node::builder(Arc::clone(&store))
+        .in_process(InProcessConfig { log: true, ..InProcessConfig::default() })?
+        .service(services::mul()?)
+        .resumable(weighted_average(Arc::clone(&store), Arc::clone(&calls)))
+        .client(CLIENT)
+        .build()
+        .await?;
 
     let pairs = vec![
         Weighted { value: 90.0, weight: 2.0 },
@@ -130,11 +136,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         pairs.iter().map(|p| p.value * p.weight).sum::<f64>() / pairs.iter().map(|p| p.weight).sum::<f64>();
     let n = pairs.len();
     let init = EventFactory::<WeightedAverageV1>::new()
-        .init(WeightedInput { pairs }, Event::builder().source("com.example.client"))?;
-    let done = broker.resolve(init).await?.ok_or("the workflow did not complete")?;
+        .init(WeightedInput { pairs }, Event::builder().source(CLIENT))?;
+    let done = node.run(init.clone()).await?;
+    node.transport().wait_idle().await;
 
     println!("timeline:");
-    for (i, event) in broker.take_log().iter().enumerate() {
+    for (i, event) in node.transport().take_log().iter().enumerate() {
         println!(
             "  {i:>2}. {:<28} {:<22} -> {:<22} {}",
             event.r#type(),
@@ -154,9 +161,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if invocations != n + 1 {
         return Err(format!("the function ran {invocations} times, expected {}", n + 1).into());
     }
-    if !broker.take_dead_letters().is_empty() {
+    if node.status(init.subject()).await? != Some(WorkflowStatus::Done) {
+        return Err("the workflow's record is not done".into());
+    }
+    if !node.take_dead_letters().is_empty() {
         return Err("some events were dead-lettered".into());
     }
-    broker.shutdown().await;
+    node.shutdown().await;
     Ok(())
 }
