@@ -5,12 +5,18 @@
 //! decrements (both through the add service). The parent also has two versions, each calling the
 //! child version its service contract lists; the example runs both and prints the timelines.
 //!
+//! One [`Node`] runs both orchestrators and the add service over one store; its in-process
+//! transport logs every event it accepts.
+//!
 //! Run with `cargo run --example parent_child`.
 
-use orchestrator::broker::Broker;
+use std::sync::Arc;
+
 use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
-use orchestrator::orchestration::Orchestrator;
+use orchestrator::orchestration::{Orchestrator, OrchestratorBuilder, WorkflowRecord};
 use orchestrator::prelude::*;
+use orchestrator::runtime::{Node, WorkflowStatus};
+use orchestrator::transport::{InProcessConfig, InProcessTransport};
 use orchestrator_examples::calculator::{AddV1, Operands, Sum, services};
 
 // ---------------------------------------------------------------------------------------------
@@ -195,10 +201,19 @@ orchestrator::machine! {
 
 // ---------------------------------------------------------------------------------------------
 
-type Mem = InMemory<orchestrator::orchestration::WorkflowRecord>;
+type Mem = InMemory<WorkflowRecord>;
 
-fn memory() -> Mem {
-    InMemory::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() })
+/// The client starting the parents: their completions are addressed here.
+const CLIENT: &str = "com.example.client";
+
+/// The parent orchestrator: both versions served side by side.
+fn parents(store: &Arc<Mem>) -> OrchestratorBuilder<Arc<Mem>> {
+    Orchestrator::builder(Arc::clone(store)).machine::<ParentOne>().machine::<ParentTwo>()
+}
+
+/// The child orchestrator: both versions served side by side.
+fn counters(store: &Arc<Mem>) -> OrchestratorBuilder<Arc<Mem>> {
+    Orchestrator::builder(Arc::clone(store)).machine::<Increment>().machine::<Decrement>()
 }
 
 /// `name@version #execid` of an event's orchestration subject.
@@ -212,11 +227,14 @@ fn subject_info(event: &Event) -> String {
     }
 }
 
-/// Prints the broker's log, checks the child completed on the parent's subject and returns the
-/// child orchestration's version seen in the log.
-fn print_timeline(broker: &Broker, parent_subject: &str) -> Result<String, Box<dyn std::error::Error>> {
+/// Prints the transport's log, checks the child completed on the parent's subject and returns
+/// the child orchestration's version seen in the log.
+fn print_timeline(
+    transport: &InProcessTransport,
+    parent_subject: &str,
+) -> Result<String, Box<dyn std::error::Error>> {
     let mut child_version = None;
-    for (i, event) in broker.take_log().iter().enumerate() {
+    for (i, event) in transport.take_log().iter().enumerate() {
         println!(
             "  {i:>2}. {:<26} {:<21} -> {:<21} {}",
             event.r#type(),
@@ -240,13 +258,25 @@ fn print_timeline(broker: &Broker, parent_subject: &str) -> Result<String, Box<d
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let add = services::add()?;
+    let store =
+        Arc::new(Mem::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() }));
     // Both versions of each workflow are served side by side by one orchestrator.
-    let parents = Orchestrator::builder(memory()).machine::<ParentOne>().machine::<ParentTwo>().build()?;
-    let counters = Orchestrator::builder(memory()).machine::<Increment>().machine::<Decrement>().build()?;
-    println!("parent versions: {:?}, counter versions: {:?}", parents.versions(), counters.versions());
-    let broker = Broker::builder().handler(parents).handler(counters).handler(add).log(true).build()?;
-    let client = || Event::builder().source("com.example.client");
+    println!(
+        "parent versions: {:?}, counter versions: {:?}",
+        parents(&store).build()?.versions(),
+        counters(&store).build()?.versions()
+    );
+    // The counter orchestrator is one of the parents' services: the node's build checks it has
+    // a handler here, as it checks the add service the counters call.
+    let node = Node::builder(Arc::clone(&store))
+        .in_process(InProcessConfig { log: true, ..InProcessConfig::default() })?
+        .orchestrator(parents(&store))
+        .orchestrator(counters(&store))
+        .service(services::add()?)
+        .client(CLIENT)
+        .build()
+        .await?;
+    let client = || Event::builder().source(CLIENT);
 
     let runs = [
         ("1.0.0", EventFactory::<ParentV1>::new().init(ParentInput { value: 10.0 }, client())?, 11.0),
@@ -255,8 +285,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (version, init, expected) in runs {
         println!("\nparent {version} (subject {}):", subject_info(&init));
         let parent_subject = init.subject().to_owned();
-        let done = broker.resolve(init).await?.ok_or("the parent did not complete")?;
-        let child_version = print_timeline(&broker, &parent_subject)?;
+        let done = node.run(init).await?;
+        node.transport().wait_idle().await;
+        let child_version = print_timeline(node.transport(), &parent_subject)?;
         let output: ParentOutput = serde_json::from_value(done.data_value().clone())?;
         println!(
             "  result: {} (child counter {child_version}: {} -> {})",
@@ -270,10 +301,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if child_version != version || output.after != expected {
             return Err(format!("parent {version}: child {child_version} gave {}", output.after).into());
         }
+        if node.status(&parent_subject).await? != Some(WorkflowStatus::Done) {
+            return Err(format!("parent {version}: its record is not done").into());
+        }
     }
-    if !broker.take_dead_letters().is_empty() {
+    if !node.take_dead_letters().is_empty() {
         return Err("dead letters".into());
     }
-    broker.shutdown().await;
+    node.shutdown().await;
     Ok(())
 }
