@@ -4,20 +4,22 @@
 //! `type: parallel` state with one region per call) and completes with the sum and the product;
 //! a rejection ends in a final `rejected` state whose output explains it.
 //!
-//! The approval request carries the domain `human.interaction`, so the broker does not publish
-//! it: it hands it to its `on_domained` callback, which plays the human and publishes the answer
-//! through its `BrokerHandle`. Two workflows run: one the human approves, one it rejects.
+//! One [`Node`] runs the workflow and the services. The approval request carries the domain
+//! `human.interaction`, so the node does not publish it: it hands it to its `on_domained`
+//! callback, which plays the human and publishes the answer through the node's transport. Two
+//! workflows run: one the human approves, one it rejects.
 //!
 //! Run with `cargo run --example approval_parallel`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use orchestrator::broker::{Broker, BrokerHandle, DomainedEvent};
 use orchestrator::domain::Domain;
 use orchestrator::machine::{MachineInstance, Snapshot};
 use orchestrator::memory::{InMemory, InMemoryConfig, Memory, Retention};
-use orchestrator::orchestration::Orchestrator;
+use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
+use orchestrator::runtime::{DomainedEvent, Node, WorkflowStatus};
+use orchestrator::transport::{InProcessConfig, InProcessTransport, Transport};
 use orchestrator_examples::calculator::{AddV1, MulV1, Operands, Product, Sum, services};
 
 /// The source of the client starting the workflows.
@@ -210,8 +212,8 @@ orchestrator::machine! {
     }
 }
 
-/// Plays the human: approves everyone but mallory, and answers through the broker handle.
-async fn human(domained: DomainedEvent, handle: BrokerHandle, seen: Arc<Mutex<Vec<Event>>>) {
+/// Plays the human: approves everyone but mallory, and answers through the node's transport.
+async fn human(domained: DomainedEvent, transport: Arc<InProcessTransport>, seen: Arc<Mutex<Vec<Event>>>) {
     let request = domained.event;
     let question = request.data()["question"].as_str().unwrap_or_default().to_owned();
     let approved = !question.contains("mallory");
@@ -223,7 +225,7 @@ async fn human(domained: DomainedEvent, handle: BrokerHandle, seen: Arc<Mutex<Ve
     seen.lock().unwrap_or_else(PoisonError::into_inner).push(request);
     match answer {
         Ok(answer) => {
-            if let Err(e) = handle.publish(answer) {
+            if let Err(e) = transport.publish(vec![answer]).await {
                 eprintln!("the human's answer was refused: {e}");
             }
         }
@@ -231,8 +233,8 @@ async fn human(domained: DomainedEvent, handle: BrokerHandle, seen: Arc<Mutex<Ve
     }
 }
 
-/// Prints the timeline: the broker's log, each domained event (never published, so not in the
-/// log) placed right before the answer to it.
+/// Prints the timeline: the transport's log, each domained event (never published, so not in
+/// the log) placed right before the answer to it.
 fn print_timeline(log: &[Event], domained: &mut Vec<Event>) -> Result<(), serde_json::Error> {
     let mut timeline = Vec::with_capacity(log.len() + domained.len());
     for event in log {
@@ -258,39 +260,45 @@ fn print_timeline(log: &[Event], domained: &mut Vec<Event>) -> Result<(), serde_
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let add = services::add()?;
-    let mul = services::mul()?;
-    let memory = InMemory::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() });
+    let store = Arc::new(InMemory::<WorkflowRecord>::new(InMemoryConfig {
+        retention: Retention::Keep,
+        ..InMemoryConfig::default()
+    }));
     // Machines cannot set a domain per request: every service request gets the orchestrator's
     // service domains. `FromEventContract` resolves to each service contract's domain: none for
     // add and mul (local), `human.interaction` for the approval.
-    let workflow = Orchestrator::builder(memory)
+    let workflow = Orchestrator::builder(Arc::clone(&store))
         .machine::<GatedFlow>()
-        .service_domains([Domain::FromEventContract])
-        .build()?;
+        .service_domains([Domain::FromEventContract]);
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let broker = Broker::builder()
-        .handler(workflow.clone())
-        .handler(add)
-        .handler(mul)
+    // The approval service is served by nobody here: its requests carry a domain and go to
+    // `on_domained`, so it is declared remote (the build would fail otherwise).
+    let node = Node::builder(Arc::clone(&store))
+        .in_process(InProcessConfig { log: true, ..InProcessConfig::default() })?
+        .orchestrator(workflow)
+        .service(services::add()?)
+        .service(services::mul()?)
+        .remote("com.human.approval")
         .on_domained({
             let seen = Arc::clone(&seen);
-            move |domained, handle| human(domained, handle, Arc::clone(&seen))
+            move |domained, transport| human(domained, transport, Arc::clone(&seen))
         })
-        .log(true)
-        .build()?;
+        .client(CLIENT)
+        .build()
+        .await?;
 
     let cases = [("alice", 6.0, 7.0, true), ("mallory", 2.0, 3.0, false)];
     for (requester, a, b, expect_approved) in cases {
         println!("workflow requested by {requester} (a = {a}, b = {b}):");
         let init = EventFactory::<GatedV1>::new()
             .init(GatedInput { requester: requester.to_owned(), a, b }, Event::builder().source(CLIENT))?;
-        let done = broker.resolve(init).await?.ok_or("the workflow did not complete")?;
+        let done = node.run(init).await?;
+        node.transport().wait_idle().await;
         let mut domained = std::mem::take(&mut *seen.lock().unwrap_or_else(PoisonError::into_inner));
-        print_timeline(&broker.take_log(), &mut domained)?;
+        print_timeline(&node.transport().take_log(), &mut domained)?;
         let result: GatedOutput = serde_json::from_value(done.data_value().clone())?;
         // The machine's final state, restored from the snapshot the orchestrator persisted.
-        let record = workflow.memory().read(done.subject()).await?.ok_or("no workflow record")?.record;
+        let record = node.store().read(done.subject()).await?.ok_or("no workflow record")?.record;
         let snapshot = Snapshot::<Gate>::deserialize(&record.state)?;
         let machine = MachineInstance::<GatedFlow>::restore(snapshot)?;
         println!("  final state: {:?} (workflow done: {})", machine.active_paths(), record.done);
@@ -299,11 +307,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if (result.approved, result.sum, result.product) != expected {
             return Err(format!("unexpected result for {requester}: {result:?}").into());
         }
+        if WorkflowStatus::of(&record) != WorkflowStatus::Done {
+            return Err(format!("the workflow of {requester} is not done").into());
+        }
         println!();
     }
-    if !broker.take_dead_letters().is_empty() {
+    if !node.take_dead_letters().is_empty() {
         return Err("some events were dead-lettered".into());
     }
-    broker.shutdown().await;
+    node.shutdown().await;
     Ok(())
 }
