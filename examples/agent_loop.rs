@@ -1,20 +1,22 @@
 //! An agent loop with a mocked LLM: a `machine!` workflow asks an `llm` service (a scripted,
 //! deterministic model) what to do; when the model answers with a tool call, the workflow first
 //! asks a human for approval through a domained event (contract domain `human.interaction`,
-//! answered by the broker's `on_domained` callback), then runs the tool as a service event (the
+//! answered by the node's `on_domained` callback), then runs the tool as a service event (the
 //! calculator's add service) and hands the result back to the model, until the model gives its
-//! final answer. The example prints the conversation and the timeline of events.
+//! final answer. One [`Node`] runs it all; the example prints the conversation and the timeline
+//! of events (its in-process transport logs every event it accepts).
 //!
 //! Run with `cargo run --example agent_loop`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use orchestrator::broker::{Broker, BrokerHandle, DomainedEvent};
 use orchestrator::domain::Domain;
 use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
 use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
-use orchestrator::orchestration::Orchestrator;
+use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
+use orchestrator::runtime::{DomainedEvent, Node, WorkflowStatus};
+use orchestrator::transport::{InProcessConfig, InProcessTransport, Transport};
 use orchestrator_examples::calculator::{AddV1, Operands, Sum, services};
 
 // ---------------------------------------------------------------------------------------------
@@ -94,7 +96,7 @@ pub struct Decision {
 }
 
 orchestrator::contract! {
-    /// A human approves (or rejects) a tool call; served outside the broker (domain
+    /// A human approves (or rejects) a tool call; served outside the node (domain
     /// `human.interaction`).
     pub contract Approval {
         uri: "#/agent/approval",
@@ -271,6 +273,9 @@ fn scripted_model(prompt: &Prompt) -> Result<Emit<LlmV1>, String> {
     }
 }
 
+/// The user asking the agent: the workflow's completion is addressed here.
+const USER: &str = "com.example.user";
+
 /// A domained request the human answered: the request, the id of the published reply and a note.
 #[derive(Debug)]
 struct Answered {
@@ -281,7 +286,7 @@ struct Answered {
 
 /// The human behind the `human.interaction` domain: approves every tool call and publishes the
 /// decision back to the workflow, as the approval service would.
-async fn human(domained: DomainedEvent, handle: BrokerHandle, seen: Arc<Mutex<Vec<Answered>>>) {
+async fn human(domained: DomainedEvent, transport: Arc<InProcessTransport>, seen: Arc<Mutex<Vec<Answered>>>) {
     let request = domained.event;
     let question = request.data()["question"].as_str().unwrap_or("?").to_owned();
     let reply = EventFactory::<ApprovalV1>::new().emits(
@@ -292,10 +297,13 @@ async fn human(domained: DomainedEvent, handle: BrokerHandle, seen: Arc<Mutex<Ve
             .parentid(request.id())
             .to(request.redirectto().unwrap_or(request.source())),
     );
-    let published = reply.map_err(|e| e.to_string()).and_then(|reply| {
-        let id = reply.id().to_owned();
-        handle.publish(reply).map(|()| id).map_err(|e| e.to_string())
-    });
+    let published = match reply {
+        Ok(reply) => {
+            let id = reply.id().to_owned();
+            transport.publish(vec![reply]).await.map(|()| id).map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    };
     let (reply_id, note) = match published {
         Ok(id) => (Some(id), format!("[{}] {question} -> approved by alice", domained.domain)),
         Err(e) => (None, format!("[{}] {question} -> could not answer: {e}", domained.domain)),
@@ -326,35 +334,41 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             scripted_model(&input.payload).map_err(|e| std::io::Error::other(e).into())
         })
         .build()?;
-    let add = services::add()?;
-    let memory = InMemory::new(InMemoryConfig { retention: Retention::Keep, ..InMemoryConfig::default() });
+    let store = Arc::new(InMemory::<WorkflowRecord>::new(InMemoryConfig {
+        retention: Retention::Keep,
+        ..InMemoryConfig::default()
+    }));
     // Each request takes its service contract's domain: none for llm and add (published on this
-    // broker), `human.interaction` for approval (handed to `on_domained`).
-    let agent = Orchestrator::builder(memory)
+    // node), `human.interaction` for approval (handed to `on_domained`).
+    let agent = Orchestrator::builder(Arc::clone(&store))
         .machine::<AgentLoop>()
-        .service_domains([Domain::FromEventContract])
-        .build()?;
+        .service_domains([Domain::FromEventContract]);
     let approvals = Arc::new(Mutex::new(Vec::new()));
-    let broker = Broker::builder()
-        .handler(agent)
-        .handler(llm)
-        .handler(add)
+    // Nobody serves the approval contract on this node (its requests go to `on_domained`): it
+    // is declared remote, or the build would report it missing.
+    let node = Node::builder(Arc::clone(&store))
+        .in_process(InProcessConfig { log: true, ..InProcessConfig::default() })?
+        .orchestrator(agent)
+        .service(llm)
+        .service(services::add()?)
+        .remote("com.agent.approval")
         .on_domained({
             let approvals = Arc::clone(&approvals);
-            move |domained, handle| human(domained, handle, Arc::clone(&approvals))
+            move |domained, transport| human(domained, transport, Arc::clone(&approvals))
         })
-        .log(true)
-        .build()?;
+        .client(USER)
+        .build()
+        .await?;
 
-    let init = EventFactory::<AgentV1>::new().init(
-        Question { question: "What is 17 + 25?".to_owned() },
-        Event::builder().source("com.example.user"),
-    )?;
-    let done = broker.resolve(init).await?.ok_or("the agent did not complete")?;
+    let init = EventFactory::<AgentV1>::new()
+        .init(Question { question: "What is 17 + 25?".to_owned() }, Event::builder().source(USER))?;
+    let done = node.run(init.clone()).await?;
+    node.transport().wait_idle().await;
+    let status = node.status(init.subject()).await?;
 
     let answered = std::mem::take(&mut *approvals.lock().unwrap_or_else(PoisonError::into_inner));
     println!("timeline (* = domained, handed to on_domained instead of being published):");
-    for (i, event) in broker.take_log().iter().enumerate() {
+    for (i, event) in node.transport().take_log().iter().enumerate() {
         // A domained request is never published, so it is not in the log: show it before its reply.
         for a in answered.iter().filter(|a| a.reply_id.as_deref() == Some(event.id())) {
             println!("{}", line("*", &a.request)?);
@@ -371,12 +385,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  {:>9}: {}", message.role, message.content);
     }
     println!("final answer: {}", result.answer);
-    broker.shutdown().await;
+    node.shutdown().await;
 
     if done.r#type() != "arvo.orc.agent.loop.done" || result.answer != "The answer is 42." {
         return Err(
             format!("unexpected result {}: {}", done.r#type(), serde_json::to_string(done.data())?).into()
         );
+    }
+    if status != Some(WorkflowStatus::Done) {
+        return Err(format!("the agent's workflow is not done: {status:?}").into());
+    }
+    if !node.take_dead_letters().is_empty() {
+        return Err("some events were dead-lettered".into());
     }
     let domains: Vec<_> = answered.iter().map(|a| (a.request.domain(), a.reply_id.is_some())).collect();
     if domains != [(Some("human.interaction"), true)] {
