@@ -43,7 +43,7 @@ pub struct Decision {
 
 orchestrator::contract! {
     /// A human approval: accepts `com.human.approval`, emits `evt.human.approval.success`. Its
-    /// domain routes requests to whatever serves human interactions, not to the local broker.
+    /// domain routes requests to whatever serves human interactions, not to the local node.
     pub contract Approval {
         uri: "#/human/approval",
         type: "com.human.approval",
