@@ -14,6 +14,7 @@ use orchestrator::memory::{Acquired, Commit, EventKey, InMemory, Lease, Memory, 
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator::runtime::{Node, NodeError, RetryPolicy, WorkflowStatus};
+use orchestrator::transport::Transport;
 use orchestrator_examples::calculator::flows::AverageFlow;
 use orchestrator_examples::calculator::{AverageInput, AverageV1, services};
 
@@ -308,7 +309,13 @@ async fn run_awaits_the_completion_and_a_redelivered_init_starts_nothing() {
     let after = store.read(event.subject()).await.expect("read").expect("kept");
     assert_eq!(after.version, version, "a redelivered init writes nothing");
     assert_eq!(node.status(event.subject()).await.expect("status"), Some(WorkflowStatus::Done));
-    let other = Event::builder().source("com.someone.else").r#type("x.y").subject("s").build().expect("event");
+    let other = Event::builder()
+        .source("com.someone.else")
+        .r#type("com.someone.ask")
+        .subject("s")
+        .data_json(serde_json::json!({}))
+        .build()
+        .expect("event");
     assert!(matches!(node.run(other).await, Err(NodeError::NotAClient { .. })));
     node.shutdown().await;
     assert!(node.take_dead_letters().is_empty());

@@ -401,7 +401,7 @@ async fn a_resumable_span_and_its_failure() {
     assert!(matches!(resume.status, Status::Error { .. }));
     assert_eq!(error.traceparent(), Some(traceparent_of(resume).as_str()));
     let kids = children(&spans, resume);
-    assert!(kids.iter().any(|s| s.name == "Write Simple Memory"), "the failure latch is written");
+    assert!(kids.iter().any(|s| s.name == "Commit Simple Memory"), "the failure latch is written");
 }
 
 #[test]

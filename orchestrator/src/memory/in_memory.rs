@@ -138,7 +138,7 @@ impl<R: Clone> Journaled<R> {
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
-/// use orchestrator::memory::{InMemory, Memory, WriteMeta};
+/// use orchestrator::memory::{InMemory, Memory, MemoryExt, WriteMeta};
 /// let memory = InMemory::<String>::default();
 /// let meta = WriteMeta::new("wf-1", "arvo.orc.demo");
 /// let lease = memory.lock("wf-1").await?.expect("free");

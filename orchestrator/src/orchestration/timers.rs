@@ -11,12 +11,15 @@
 //!   ([`WriteMeta::wake_at`](crate::memory::WriteMeta::wake_at), indexed by the backend, and
 //!   [`WorkflowRecord::wake_at_ms`](super::WorkflowRecord::wake_at_ms)), in the same write as the
 //!   state, so a timer is exactly as durable as the state.
-//! * [`Timers`] asks the memory which workflows are due ([`Memory::due`]) and publishes a
-//!   **wake-up event** for each ([`wake_event`]: type `<orchestrator>.wake`, addressed to the
-//!   orchestrator, on the workflow's subject). It goes through the same delivery path, ordering
-//!   and lifecycle as every other event: lock, read, fire the due timers, persist, unlock, emit.
+//! * [`Timers`] claims from the store the workflows that are due by the store's own clock
+//!   ([`Memory::claim_due`]) and publishes a **wake-up event** for each ([`wake_event`]: type
+//!   `<orchestrator>.wake`, addressed to the orchestrator, on the workflow's subject). It goes
+//!   through the same delivery path, ordering and lifecycle as every other event: acquire, fire
+//!   the due timers, commit, emit. A claimed wake-up is not handed to another caller until its
+//!   claim lapses ([`Timers::with_resend_after`]), so several nodes over one store do not all
+//!   publish it; if its delivery was lost, it is published again then.
 //! * Wake-ups are idempotent: one that arrives early, twice, or after the timer fired is ignored
-//!   without a write. Several processes may run [`Timers`] over one shared store.
+//!   without a write. A [`Node`](crate::runtime::Node) runs [`Timers`] for you.
 //! * A restarted process that runs [`Timers`] over the same store delivers the timers that fell
 //!   due while it was down, at once. A late timer fires at the time it is delivered: the
 //!   timers its transition starts count from then (a 2 s timeout entered after an outage runs
@@ -33,7 +36,7 @@
 //! let timers = Timers::new(Arc::clone(&memory));
 //! let mut published = Vec::new();
 //! // Nothing is due in an empty memory.
-//! assert_eq!(timers.fire_due(|event| { published.push(event); Ok(()) }).await?, 0);
+//! assert_eq!(timers.fire_due(|event| { published.push(event); Ok::<(), ()>(()) }).await?, 0);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # }).unwrap();
 //! ```
