@@ -1,0 +1,114 @@
+//! A durable node on SQLite: many workflows started at once, more than the in-process queue
+//! holds, all complete exactly once, every event in flight kept in the outbox (nothing is left
+//! there at the end), and each orchestrator step costs two writer operations.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use orchestrator::handler::EventHandler;
+use orchestrator::memory::{Journal, Memory};
+use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
+use orchestrator::outbox::Outbox;
+use orchestrator::prelude::*;
+use orchestrator::runtime::Node;
+use orchestrator_examples::calculator::flows::AverageFlow;
+use orchestrator_examples::calculator::{AverageInput, AverageV1, services};
+use orchestrator_sqlite::SqliteConfig;
+
+const CLIENT: &str = "com.test.client";
+
+/// The client: counts each workflow's completions and keeps its result.
+#[derive(Clone, Default)]
+struct Client(Arc<Mutex<HashMap<String, (usize, f64)>>>);
+
+impl Client {
+    fn completed(&self) -> usize {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+}
+
+impl EventHandler for Client {
+    fn source(&self) -> &str {
+        CLIENT
+    }
+
+    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        let average = event.data()["average"].as_f64().ok_or_else(|| Violation::contract("no average"))?;
+        let mut seen = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        seen.entry(event.subject().to_owned()).or_insert((0, average)).0 += 1;
+        Ok(Vec::new())
+    }
+}
+
+async fn at_once_on_sqlite(n: usize) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let memory = Arc::new(SqliteConfig::new(dir.path().join("node.db")).open::<WorkflowRecord>().expect("open"));
+    let client = Client::default();
+    let node = Arc::new(
+        Node::builder(Arc::clone(&memory))
+            .durable()
+            .service(services::add().expect("add"))
+            .service(services::divide().expect("divide"))
+            .service(client.clone())
+            .orchestrator(Orchestrator::builder(Arc::clone(&memory)).machine::<AverageFlow>())
+            // The averaging flow has no timers; without the timer task every writer operation
+            // below is a step's.
+            .without_timers()
+            .build()
+            .await
+            .expect("a node"),
+    );
+    let started = Instant::now();
+    let operations_before = memory.stats().operations;
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let node = Arc::clone(&node);
+            tokio::spawn(async move {
+                let values = vec![i as f64, (i + 2) as f64];
+                let init = EventFactory::<AverageV1>::new()
+                    .init(AverageInput { values }, Event::builder().source(CLIENT))
+                    .expect("init");
+                node.start(init).await.expect("started")
+            })
+        })
+        .collect();
+    let mut subjects = Vec::with_capacity(n);
+    for task in tasks {
+        subjects.push(task.await.expect("task"));
+    }
+    let deadline = Instant::now() + Duration::from_secs(1_200);
+    while client.completed() < n {
+        assert!(Instant::now() < deadline, "only {} of {n} completed", client.completed());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    node.shutdown().await;
+    let elapsed = started.elapsed();
+    let operations = memory.stats().operations - operations_before;
+    println!("{n} workflows at once on SQLite: {elapsed:?}, {operations} writer operations");
+    let seen = client.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    assert_eq!(seen.len(), n, "every workflow completed");
+    assert!(seen.values().all(|(times, _)| *times == 1), "each exactly once");
+    assert!(node.take_dead_letters().is_empty(), "nothing dead-lettered");
+    assert!(memory.pending(0, 10).await.expect("outbox").is_empty(), "nothing left in flight");
+    for (i, subject) in subjects.iter().enumerate().take(100) {
+        assert_eq!(seen[subject].1, (i + 1) as f64, "workflow {i}'s result");
+        let stored = memory.read(subject).await.expect("read").expect("kept");
+        assert!(stored.record.done);
+        assert_eq!(memory.history(subject, 0, 10).await.expect("journal").len(), 3, "init, sum, quotient");
+    }
+    // Per workflow: 3 orchestrator steps of 2 operations (acquire, commit with the outbox step),
+    // 3 outbox steps of the services and the client, 1 outbox write of the init.
+    assert_eq!(operations, n as u64 * (3 * 2 + 3 + 1), "writer operations per workflow");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflows_started_at_once_on_sqlite_complete_exactly_once() {
+    at_once_on_sqlite(2_000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the full size of the runtime-seam issue: run with --release -- --ignored"]
+async fn twenty_thousand_workflows_at_once_on_sqlite_complete_exactly_once() {
+    at_once_on_sqlite(20_000).await;
+}
