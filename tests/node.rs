@@ -22,7 +22,9 @@ const CLIENT: &str = "com.test.client";
 
 fn init(i: usize) -> Event {
     let values = vec![i as f64, (i + 2) as f64];
-    EventFactory::<AverageV1>::new().init(AverageInput { values }, Event::builder().source(CLIENT)).expect("init")
+    EventFactory::<AverageV1>::new()
+        .init(AverageInput { values }, Event::builder().source(CLIENT))
+        .expect("init")
 }
 
 /// The client: counts the completions of each workflow and checks their result.
@@ -39,7 +41,11 @@ impl Client {
     async fn wait_for(&self, n: usize, within: Duration) {
         let deadline = Instant::now() + within;
         while self.completed() < n {
-            assert!(Instant::now() < deadline, "only {} of {n} workflows completed within {within:?}", self.completed());
+            assert!(
+                Instant::now() < deadline,
+                "only {} of {n} workflows completed within {within:?}",
+                self.completed()
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -123,7 +129,11 @@ impl Memory<WorkflowRecord> for Instrumented {
         self.count("commit");
         if self.failing.load(Ordering::SeqCst) {
             self.faults.fetch_add(1, Ordering::SeqCst);
-            return Err(MemoryError::Backend { id: commit.id.to_owned(), transient: true, source: Box::new(DiskFull) });
+            return Err(MemoryError::Backend {
+                id: commit.id.to_owned(),
+                transient: true,
+                source: Box::new(DiskFull),
+            });
         }
         self.inner.commit(commit).await
     }
@@ -204,7 +214,12 @@ async fn twenty_thousand_workflows_started_at_once_all_complete_exactly_once() {
 async fn a_store_failing_writes_for_a_while_recovers_in_the_same_process() {
     let store = Arc::new(Instrumented::default());
     let client = Client::default();
-    let retry = RetryPolicy { max_attempts: 30, initial: Duration::from_millis(10), max_delay: Duration::from_millis(200), ..RetryPolicy::default() };
+    let retry = RetryPolicy {
+        max_attempts: 30,
+        initial: Duration::from_millis(10),
+        max_delay: Duration::from_millis(200),
+        ..RetryPolicy::default()
+    };
     let node = node(&store, &client, retry).await;
     store.failing.store(true, Ordering::SeqCst);
     for i in 0..40 {
@@ -225,7 +240,12 @@ async fn a_store_failing_writes_for_a_while_recovers_in_the_same_process() {
 async fn a_lock_held_elsewhere_is_retried_until_released() {
     let store = Arc::new(InMemory::<WorkflowRecord>::default());
     let client = Client::default();
-    let retry = RetryPolicy { max_attempts: 30, initial: Duration::from_millis(10), max_delay: Duration::from_millis(100), ..RetryPolicy::default() };
+    let retry = RetryPolicy {
+        max_attempts: 30,
+        initial: Duration::from_millis(10),
+        max_delay: Duration::from_millis(100),
+        ..RetryPolicy::default()
+    };
     let node = node(&store, &client, retry).await;
     let event = init(7);
     // Another node holds the workflow's lease.

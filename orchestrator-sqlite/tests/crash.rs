@@ -21,8 +21,8 @@ use orchestrator::handler::EventHandler;
 use orchestrator::memory::{Journal, Memory};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::outbox::Outbox;
-use orchestrator::runtime::Node;
 use orchestrator::prelude::*;
+use orchestrator::runtime::Node;
 use orchestrator_examples::calculator::flows::AverageFlow;
 use orchestrator_examples::calculator::{AverageInput, AverageV1, services};
 use orchestrator_sqlite::{SqliteConfig, SqliteMemory};
@@ -112,7 +112,8 @@ fn completed(conn: &Mutex<rusqlite::Connection>) -> usize {
 #[ignore = "the child process of `every_workflow_completes_exactly_once_across_kills`"]
 fn crash_child() {
     let path = PathBuf::from(std::env::var(CHILD_DB).expect("run by the crash test"));
-    let workflows: usize = std::env::var(CHILD_WORKFLOWS).expect("run by the crash test").parse().expect("a count");
+    let workflows: usize =
+        std::env::var(CHILD_WORKFLOWS).expect("run by the crash test").parse().expect("a count");
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let memory = Arc::new(store(&path));

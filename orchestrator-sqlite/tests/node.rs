@@ -43,7 +43,8 @@ impl EventHandler for Client {
 
 async fn at_once_on_sqlite(n: usize) {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let memory = Arc::new(SqliteConfig::new(dir.path().join("node.db")).open::<WorkflowRecord>().expect("open"));
+    let memory =
+        Arc::new(SqliteConfig::new(dir.path().join("node.db")).open::<WorkflowRecord>().expect("open"));
     let client = Client::default();
     let node = Arc::new(
         Node::builder(Arc::clone(&memory))
