@@ -954,7 +954,7 @@ async fn fan_out_beyond_the_default_capacity_loses_nothing() {
 struct Flaky {
     failures: usize,
     attempts: Mutex<HashMap<String, usize>>,
-    trace: Arc<Mutex<Vec<(i64, usize, bool)>>>,
+    trace: Attempts,
 }
 
 impl EventHandler for Flaky {
@@ -980,7 +980,10 @@ impl EventHandler for Flaky {
     }
 }
 
-fn flaky(failures: usize) -> (Flaky, Arc<Mutex<Vec<(i64, usize, bool)>>>) {
+/// Each attempt: the event's `n`, the attempt number, whether it succeeded.
+type Attempts = Arc<Mutex<Vec<(i64, usize, bool)>>>;
+
+fn flaky(failures: usize) -> (Flaky, Attempts) {
     let trace = Arc::new(Mutex::new(Vec::new()));
     (Flaky { failures, attempts: Mutex::default(), trace: Arc::clone(&trace) }, trace)
 }

@@ -254,7 +254,7 @@ fn twenty_thousand_workflows_complete_exactly_once_across_kills() {
 }
 
 fn crash_test(workflows: usize, kills: usize, last_run: Duration) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("crash.db");
     let seed = std::env::var("CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
@@ -269,10 +269,10 @@ fn crash_test(workflows: usize, kills: usize, last_run: Duration) {
         let moment = KillAt::draw(&mut rng, completed_so_far(&path), workflows);
         if moment.wait(&mut child, &path) {
             // SIGKILL: no destructor, no flush, whatever was in flight in memory is gone.
-            child.kill().unwrap();
+            child.kill().expect("kill the child");
             killed += 1;
         }
-        let status = child.wait().unwrap();
+        let status = child.wait().expect("the child's exit");
         let out = output(&mut child);
         assert!(!out.contains("DEAD "), "a dead letter (seed {seed}):\n{out}");
         log.extend(runs(&out, completed_so_far(&path)));
@@ -284,11 +284,11 @@ fn crash_test(workflows: usize, kills: usize, last_run: Duration) {
     let mut child = spawn_child(&path, workflows);
     let deadline = Instant::now() + last_run;
     let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = child.try_wait().expect("the child's status") {
             break status;
         }
         if Instant::now() > deadline {
-            child.kill().unwrap();
+            child.kill().expect("kill the child");
             panic!("the last run did not finish (seed {seed}):\n{}", output(&mut child));
         }
         std::thread::sleep(Duration::from_millis(20));
