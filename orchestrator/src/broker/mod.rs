@@ -6,6 +6,11 @@
 //! [`InProcessTransport`], plus in-process extras
 //! ([`Broker::resolve`], [`Broker::wait_idle`]).
 //!
+//! To run workflows, prefer a [`Node`](crate::runtime::Node): it wires the same dispatcher with
+//! a store, the orchestrators and resumables over it, client topics to await completions on,
+//! durable timers and (with `durable()`) the outbox, in one call, and checks that every service
+//! a workflow calls has a handler. The broker is the by-hand wiring of handlers on one process.
+//!
 //! # Semantics
 //!
 //! * **Routing.** An event goes to the one handler whose [`EventHandler::source`] equals its
