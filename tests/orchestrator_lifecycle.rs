@@ -1125,3 +1125,26 @@ async fn a_request_overrides_id_to_redirectto_accesscontrol_units_and_domains() 
         assert_eq!(event.data_value(), &json!({"a": 1.0, "b": 2.0}));
     }
 }
+
+#[tokio::test]
+async fn an_event_reusing_a_consumed_id_from_another_source_is_another_event() {
+    let orc = average_orchestrator(Retention::Keep);
+    let init = average_init(vec![1.0, 3.0]);
+    let request = one(&orc, &init).await;
+    let answer = one(&services::add().unwrap(), &request).await;
+    let first = orc.execute(&answer).await.unwrap();
+    assert_eq!(first.len(), 1, "the sum moves the workflow on to divide: {first:?}");
+    let version = stored(orc.memory(), init.subject()).await.unwrap().version;
+    // The same answer again: a redelivery, answered from the journal, nothing written.
+    assert_eq!(orc.execute(&answer).await.unwrap(), first);
+    assert_eq!(stored(orc.memory(), init.subject()).await.unwrap().version, version);
+    // The same id from another source (CloudEvents: source + id) is another event: it runs (the
+    // machine, now dividing, has nothing to do with a sum) and is written, not answered with
+    // the first event's outputs.
+    let mut forged: Value = serde_json::from_slice(&answer.to_json_vec()).unwrap();
+    forged["source"] = json!("com.other.adder");
+    let forged = Event::from_slice(&serde_json::to_vec(&forged).unwrap()).unwrap();
+    assert_eq!(forged.id(), answer.id());
+    assert!(orc.execute(&forged).await.unwrap().is_empty(), "not the journaled answer");
+    assert_eq!(stored(orc.memory(), init.subject()).await.unwrap().version, version + 1, "it ran");
+}

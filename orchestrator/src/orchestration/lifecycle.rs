@@ -259,7 +259,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         };
         match record {
             Some(r) if r.is_failed() || r.done => return Ok(Step::ignored(Vec::new())),
-            Some(r) if r.last_event_id.as_deref() == Some(event.id()) => {
+            Some(r) if r.last_consumed(event) => {
                 return Ok(Step::ignored(Vec::new()));
             }
             // A second init of a running workflow (another event with the init's type) starts
@@ -317,6 +317,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     done: output.done,
                     state: output.state,
                     last_event_id: Some(event.id().to_owned()),
+                    last_event_source: Some(event.source().to_owned()),
                     wake_at_ms: wake_at.map(unix_ms),
                 };
                 let write = Write { record: new, prev: version, lease, finished: output.done };
@@ -349,6 +350,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     done: false,
                     state: record.map_or(Value::Null, |r| r.state.clone()),
                     last_event_id: Some(event.id().to_owned()),
+                    last_event_source: Some(event.source().to_owned()),
                     wake_at_ms: None,
                 };
                 // Against the version read (Arvo's bug 4 writes it as if nothing existed).

@@ -106,6 +106,11 @@ pub struct WorkflowRecord {
     pub state: Value,
     /// The id of the last event consumed (idempotency: a redelivery of it is ignored).
     pub last_event_id: Option<String>,
+    /// The source of the last event consumed: with its id, the event's identity (CloudEvents),
+    /// so an event of another source that reuses the id is not taken for a redelivery. Absent in
+    /// records written before it was kept (the id alone is compared then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_event_source: Option<String>,
     /// When the workflow's earliest durable timer is due (Unix ms), if it has one: a wake-up
     /// event before then is ignored without a write.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,6 +121,13 @@ impl WorkflowRecord {
     /// Whether the failure latch is set.
     pub fn is_failed(&self) -> bool {
         matches!(self.execution_status, ExecutionStatus::Failure { .. })
+    }
+
+    /// Whether `event` is the last event the workflow consumed (same id and, when known, same
+    /// source).
+    pub fn last_consumed(&self, event: &Event) -> bool {
+        self.last_event_id.as_deref() == Some(event.id())
+            && self.last_event_source.as_deref().is_none_or(|source| source == event.source())
     }
 }
 
