@@ -113,3 +113,36 @@ async fn workflows_started_at_once_on_sqlite_complete_exactly_once() {
 async fn twenty_thousand_workflows_at_once_on_sqlite_complete_exactly_once() {
     at_once_on_sqlite(20_000).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permanently_bad_event_is_dead_lettered_and_leaves_the_outbox() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let memory =
+        Arc::new(SqliteConfig::new(dir.path().join("bad.db")).open::<WorkflowRecord>().expect("open"));
+    let node = Node::builder(Arc::clone(&memory))
+        .durable()
+        .service(services::add().expect("add"))
+        .service(services::divide().expect("divide"))
+        .orchestrator(Orchestrator::builder(Arc::clone(&memory)).machine::<AverageFlow>())
+        .build()
+        .await
+        .expect("a node");
+    let subject = Subject::builder("arvo.orc.calc.average", "1.0.0", CLIENT).build().expect("subject");
+    // `values` must be a list of numbers: a contract violation, which no retry can cure.
+    let bad = Event::builder()
+        .source(CLIENT)
+        .r#type("arvo.orc.calc.average")
+        .dataschema("#/orc/calc/average/1.0.0")
+        .orchestration_subject(&subject)
+        .data_json(serde_json::json!({ "values": "none", "parentSubject$$": null }))
+        .build()
+        .expect("a well-formed event");
+    node.start(bad).await.expect("started");
+    node.transport().wait_idle().await;
+    let dead = node.take_dead_letters();
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert!(dead[0].reason.to_string().contains("Contract"), "{}", dead[0].reason);
+    assert!(memory.pending(0, 10).await.expect("outbox").is_empty(), "it does not come back after a restart");
+    assert!(memory.read(subject.as_str()).await.expect("read").is_none(), "no state was written");
+    node.shutdown().await;
+}

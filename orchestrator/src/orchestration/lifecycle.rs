@@ -218,7 +218,16 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             let span = exec.memory(MemoryOp::Unlock, &lease.id);
             span.result(&self.memory.unlock(lease).await);
         }
-        let Step { events, committed, .. } = result?;
+        let Step { events, committed } = match result {
+            Ok(step) => step,
+            // A violation that no retry can cure (contract, configuration): the event will
+            // never be handled, so it leaves the outbox; a transient one stays for the retry.
+            Err(violation) if violation.transaction_cause().is_none() => {
+                self.outbox_step(event, &[]).await?;
+                return Err(violation);
+            }
+            Err(violation) => return Err(violation),
+        };
         if !committed {
             // Nothing written (ignored, or answered from the journal): settle the outbox apart.
             self.outbox_step(event, &events).await?;
