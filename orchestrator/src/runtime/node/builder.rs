@@ -128,6 +128,11 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     /// events [`Node::start`] publishes, what each handler produces (an orchestrator's step
     /// commits its outbox step with its state, in one transaction), and, when the node starts,
     /// what a previous run left in flight is published again.
+    ///
+    /// An event leaves the outbox once it is handled, or once it fails for good (a contract or
+    /// configuration violation: it is dead-lettered once). An event whose transient failures
+    /// outlasted the retries, or whose handler panicked, is dead-lettered too but stays in the
+    /// outbox: the next start tries it again.
     pub fn durable(mut self) -> Self
     where
         M: Outbox,
