@@ -3,7 +3,7 @@
 //!
 //! # How it works
 //!
-//! * Each execution reads the time from the orchestrator's [`Clock`]. A machine's clock is
+//! * Each execution reads the time from the orchestrator's [`Clock`](crate::clock::Clock). A machine's clock is
 //!   anchored to the wall clock when the workflow starts (its snapshot keeps that
 //!   [`epoch_ms`](crate::machine::MachineInstance::epoch_ms)), and before an event is handled
 //!   every timer due by then fires, in due order.
