@@ -48,10 +48,10 @@
 
 pub mod history;
 mod lifecycle;
-mod machine;
 mod options;
 pub mod replay;
 pub mod resumable;
+mod statechart;
 pub mod timers;
 
 use std::future::Future;
@@ -62,8 +62,8 @@ use serde_json::{Number, Value};
 
 pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use lifecycle::{Lifecycle, wake_type};
-pub use machine::{MachineCore, Orchestrator, OrchestratorBuilder};
 pub use resumable::{Resumable, ResumableBuilder};
+pub use statechart::{MachineCore, Orchestrator, OrchestratorBuilder};
 
 use crate::contract::{SystemErrorPayload, VersionedContract};
 use crate::emit::BoxError;

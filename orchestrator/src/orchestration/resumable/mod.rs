@@ -50,8 +50,8 @@ use serde_json::Value;
 
 pub use io::{Collected, Request, ResumableInput, ResumableOutput};
 
-use super::machine::{completion_events, request_events};
 use super::options::{Options, option_setters};
+use super::statechart::{completion_events, request_events};
 use super::{CoreStep, Lifecycle, Locking, StepError, StepInput, StepOutput, WorkflowRecord};
 use crate::contract::{
     ArvoContract, Contract, ContractVersion, Emits, OrchestratorVersion, VersionedContract,

@@ -1,4 +1,6 @@
-//! [`Orchestrator`]: the statechart orchestrator over [`machine!`](crate::machine!) machines.
+//! The statechart orchestrator: [`Orchestrator`] over [`machine!`](crate::machine!) machines,
+//! its [`MachineCore`] step and the type-erased machine that lets several versions live side
+//! by side.
 
 use std::fmt;
 use std::marker::PhantomData;
