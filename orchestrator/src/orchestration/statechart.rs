@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use super::options::{Options, option_setters};
 use super::{CoreStep, Lifecycle, Locking, StepError, StepInput, StepOutput, WorkflowRecord};
-use crate::contract::{ContractKind, ContractVersion, Emits, VersionedContract};
-use crate::domain::{Domain, DomainContext, resolve_all};
+use crate::contract::{ContractVersion, Emits, VersionedContract};
+use crate::domain::Domain;
+use crate::emit::{completion_events, request_events};
 use crate::event::Event;
 use crate::handler::EventHandler;
 use crate::machine::{Machine, MachineError, MachineInstance, ServiceRequest, Snapshot};
@@ -170,138 +171,6 @@ impl MachineCore {
                 ))
             })
     }
-}
-
-/// The base of every event an orchestrator emits: source, redirectto, accesscontrol, execution
-/// units, trace headers.
-fn base(source: &'static str, input: &StepInput<'_>) -> crate::event::EventBuilder {
-    let event = input.event;
-    Event::builder()
-        .source(source)
-        .redirectto(source)
-        .accesscontrol_opt(event.accesscontrol())
-        .executionunits_opt(input.executionunits.cloned())
-        .traceparent_opt(input.trace.traceparent())
-        .tracestate_opt(input.trace.tracestate())
-}
-
-/// The events of service requests emitted by orchestrator `source` (Arvo's 2.6): one per unique
-/// resolved domain of `service_domains`; a child subject for an orchestrator-contract service.
-/// Shared by every kind of orchestrator.
-pub(super) fn request_events(
-    source: &'static str,
-    service_domains: &[Domain],
-    input: &StepInput<'_>,
-    self_contract: &VersionedContract,
-    requests: &[ServiceRequest],
-) -> Result<Vec<Event>, Violation> {
-    let event = input.event;
-    let mut out = Vec::with_capacity(requests.len());
-    for request in requests {
-        let ctx = DomainContext::for_event(event)
-            .parent_subject(input.parent_subject)
-            .self_contract_domain(self_contract.domain())
-            .event_contract_domain(request.contract.domain());
-        let is_child = matches!(request.contract.kind(), ContractKind::Orchestrator { .. });
-        let options = &request.options;
-        let redirectto = options.redirectto.as_deref().unwrap_or(source);
-        for domain in resolve_all(options.domains.as_deref().unwrap_or(service_domains), &ctx) {
-            // The event shares the parsed subject, so its consumer need not decode it again.
-            let subject = if is_child {
-                &child_subject(source, request, redirectto, domain.as_deref())?
-            } else {
-                input.subject
-            };
-            let mut base = base(source, input)
-                .orchestration_subject(subject)
-                .to(options.to.as_deref().unwrap_or(request.event_type))
-                .redirectto(redirectto)
-                .parentid(event.id())
-                .domain_opt(domain);
-            if let Some(id) = &options.id {
-                base = base.id(id.as_str());
-            }
-            if let Some(accesscontrol) = &options.accesscontrol {
-                base = base.accesscontrol(accesscontrol.as_str());
-            }
-            if let Some(units) = &options.executionunits {
-                base = base.executionunits(units.clone());
-            }
-            out.push(request.to_event(base).map_err(|e| {
-                Violation::contract(format!(
-                    "[Emittable Event Creation] Invalid event data: the request to service '{}' ({}) from orchestrator {} (event id={}) cannot be built: {e}",
-                    request.service,
-                    request.event_type,
-                    source,
-                    event.id()
-                ))
-            })?);
-        }
-    }
-    Ok(out)
-}
-
-/// The subject of a child orchestration: `from(parentSubject$$)` (or a new root when the
-/// request has none) with orchestrator = the child's type and the service contract's version,
-/// `meta.redirectto` = the request's `redirectto` (this orchestrator by default).
-fn child_subject(
-    source: &'static str,
-    request: &ServiceRequest,
-    redirectto: &str,
-    domain: Option<&str>,
-) -> Result<Subject, Violation> {
-    let fail = |e: &dyn fmt::Display| {
-        Violation::execution(format!(
-            "[Emittable Event Creation] Invalid parentSubject$$ for the child orchestration '{}' requested by {}: {e}",
-            request.event_type, source
-        ))
-    };
-    let builder = match request.parent_subject() {
-        Some(parent) => Subject::parse(parent)
-            .map_err(|e| fail(&e))?
-            .child(request.event_type, request.contract.version_str()),
-        None => Subject::builder(request.event_type, request.contract.version_str(), source),
-    };
-    let builder = match domain {
-        Some(domain) => builder.domain(domain),
-        None => builder,
-    };
-    builder.meta("redirectto", redirectto).build().map_err(|e| fail(&e))
-}
-
-/// The completion events of orchestrator `source` (Arvo's 2.6): type `complete_type` of the self
-/// contract `vc`, subject = the parent subject ?? the workflow's, to = `meta.redirectto` ?? the
-/// initiator, parentid = the init event id, one per unique resolved domain of
-/// `complete_domains`. `what` names the orchestrator in error messages.
-pub(super) fn completion_events(
-    source: &'static str,
-    complete_domains: &[Domain],
-    input: &StepInput<'_>,
-    vc: &VersionedContract,
-    complete_type: &str,
-    what: &dyn fmt::Display,
-    output: Value,
-) -> Result<Vec<Event>, Violation> {
-    let event = input.event;
-    let ctx =
-        DomainContext::for_event(event).parent_subject(input.parent_subject).contract_domain(vc.domain());
-    let to = input.subject.meta("redirectto").unwrap_or(input.subject.initiator());
-    let base = match input.parent_subject {
-        Some(parent) => base(source, input).subject(parent),
-        None => base(source, input).orchestration_subject(input.subject),
-    };
-    let base = base.to(to).parentid(input.init_event_id);
-    resolve_all(complete_domains, &ctx)
-        .into_iter()
-        .map(|domain| {
-            vc.event_from_json(complete_type, output.clone(), base.clone().domain_opt(domain)).map_err(|e| {
-                Violation::contract(format!(
-                    "[Emittable Event Creation] Invalid event data: the completion of {what} ({complete_type}) does not match {}: {e}",
-                    vc.dataschema()
-                ))
-            })
-        })
-        .collect()
 }
 
 impl CoreStep for MachineCore {

@@ -51,14 +51,13 @@ use serde_json::Value;
 pub use io::{Collected, Request, ResumableInput, ResumableOutput};
 
 use super::options::{Options, option_setters};
-use super::statechart::{completion_events, request_events};
 use super::{CoreStep, Lifecycle, Locking, StepError, StepInput, StepOutput, WorkflowRecord};
 use crate::contract::{
     ArvoContract, Contract, ContractVersion, Emits, OrchestratorVersion, VersionedContract,
 };
 use crate::dataschema;
 use crate::domain::Domain;
-use crate::emit::BoxError;
+use crate::emit::{BoxError, completion_events, request_events};
 use crate::event::Event;
 use crate::handler::EventHandler;
 use crate::machine::ServiceRequest;
