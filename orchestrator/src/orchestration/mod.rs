@@ -53,6 +53,7 @@ pub mod replay;
 pub mod resumable;
 mod statechart;
 pub mod timers;
+mod workflow;
 
 use std::future::Future;
 use std::time::SystemTime;
@@ -64,6 +65,7 @@ pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use lifecycle::{Lifecycle, wake_type};
 pub use resumable::{Resumable, ResumableBuilder};
 pub use statechart::{MachineCore, Orchestrator, OrchestratorBuilder};
+pub use workflow::Workflow;
 
 use crate::contract::{SystemErrorPayload, VersionedContract};
 use crate::emit::BoxError;

@@ -4,19 +4,16 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::options::{Options, option_setters};
-use super::{CoreStep, Lifecycle, Locking, StepError, StepInput, StepOutput, WorkflowRecord};
+use super::{CoreStep, Locking, StepError, StepInput, StepOutput, Workflow, WorkflowRecord};
 use crate::contract::{ContractVersion, Emits, VersionedContract};
 use crate::domain::Domain;
 use crate::emit::{completion_events, request_events};
-use crate::event::Event;
-use crate::handler::EventHandler;
 use crate::machine::{Machine, MachineError, MachineInstance, ServiceRequest, Snapshot};
 use crate::memory::Memory;
 use crate::memory::unix_ms;
@@ -221,7 +218,8 @@ impl CoreStep for MachineCore {
 }
 
 /// A statechart orchestrator: one or more versions of one self contract, each run by a
-/// [`machine!`](crate::machine!) machine, inside the orchestration [`Lifecycle`]. Cheap to clone.
+/// [`machine!`](crate::machine!) machine, inside the orchestration
+/// [`Lifecycle`](super::Lifecycle): a [`Workflow`] over [`MachineCore`]. Cheap to clone.
 ///
 /// * The machine is chosen by the subject's orchestrator version
 ///   ([`Violation::Config`] "Machine resolution failed…" when none matches).
@@ -237,56 +235,22 @@ impl CoreStep for MachineCore {
 ///   even with an empty output: subject = the parent subject ?? the workflow's; to =
 ///   `meta.redirectto` ?? the initiator; parentid = the init event id; data = the output checked
 ///   against the complete schema; default domains `[OrchestrationContext]`.
-pub struct Orchestrator<Mem> {
-    inner: Arc<Lifecycle<MachineCore, Mem>>,
-}
+pub type Orchestrator<Mem> = Workflow<MachineCore, Mem>;
 
-impl<Mem> Clone for Orchestrator<Mem> {
-    fn clone(&self) -> Self {
-        Self { inner: Arc::clone(&self.inner) }
-    }
-}
-
-impl<Mem> fmt::Debug for Orchestrator<Mem> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Orchestrator").field("core", &self.inner.core()).finish_non_exhaustive()
-    }
-}
-
-impl<Mem: Memory<WorkflowRecord> + 'static> Orchestrator<Mem> {
+impl<Mem: Memory<WorkflowRecord> + 'static> Workflow<MachineCore, Mem> {
     /// Starts declaring an orchestrator storing its workflows in `memory`.
     pub fn builder(memory: Mem) -> OrchestratorBuilder<Mem> {
         OrchestratorBuilder { memory, machines: Vec::new(), options: Options::default() }
     }
 
-    /// The memory.
-    pub fn memory(&self) -> &Mem {
-        self.inner.memory()
-    }
-
-    /// The lifecycle (the core step and the settings).
-    pub fn lifecycle(&self) -> &Lifecycle<MachineCore, Mem> {
-        &self.inner
-    }
-
     /// The versions of the self contract served, in registration order.
     pub fn versions(&self) -> Vec<&'static str> {
-        self.inner.core().versions()
+        self.lifecycle().core().versions()
     }
 
     /// The contracts of the services its machines call.
     pub fn services(&self) -> Vec<&'static VersionedContract> {
-        self.inner.core().services()
-    }
-}
-
-impl<Mem: Memory<WorkflowRecord> + 'static> EventHandler for Orchestrator<Mem> {
-    fn source(&self) -> &str {
-        self.inner.core().source
-    }
-
-    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
-        self.inner.execute(event).await
+        self.lifecycle().core().services()
     }
 }
 
@@ -353,6 +317,6 @@ impl<Mem: Memory<WorkflowRecord> + 'static> OrchestratorBuilder<Mem> {
             complete_domains: self.options.complete_domains.clone(),
         };
         let lifecycle = self.options.lifecycle(core, self.memory, executionunits);
-        Ok(Orchestrator { inner: Arc::new(lifecycle) })
+        Ok(Workflow::from_lifecycle(lifecycle))
     }
 }
