@@ -110,8 +110,9 @@ pub use output::{Emissions, Emit};
 
 pub(crate) use self::output::RawEmit;
 use super::EventHandler;
-use crate::contract::{ArvoContract, Contract, ContractVersion, VersionSelector, VersionedContract};
-use crate::dataschema;
+use crate::contract::{
+    ArvoContract, Contract, ContractVersion, Resolution, VersionSelector, VersionedContract, resolve,
+};
 use crate::domain::Domain;
 use crate::emit::{
     SystemErrorSpec, schema_errors_json, service_events, system_error_events, system_error_payload,
@@ -443,18 +444,16 @@ impl Inner {
 
     fn select_version(&self, event: &Event) -> Result<&'static VersionedContract, Violation> {
         let contract = self.contract;
-        // Usually the dataschema is exactly one of the versions' `<uri>/<version>`.
-        if let Some(dataschema) = event.dataschema()
-            && let Some(vc) = contract.versions().find(|vc| vc.dataschema() == dataschema)
-        {
-            return Ok(vc);
-        }
-        let Some(parsed) = event.dataschema().and_then(dataschema::parse) else {
-            // OpenTelemetry: log a WARNING "Version resolution failed for event with dataschema
-            // '…'. Defaulting to the latest version".
-            return contract.version(VersionSelector::Latest).ok_or_else(|| {
-                Violation::config(format!("contract (uri={}) has no version", contract.uri()))
-            });
+        let parsed = match resolve(event, contract.versions()) {
+            Resolution::Exact(vc) => return Ok(vc),
+            Resolution::Absent | Resolution::Invalid(_) => {
+                // OpenTelemetry: log a WARNING "Version resolution failed for event with dataschema
+                // '…'. Defaulting to the latest version".
+                return contract.version(VersionSelector::Latest).ok_or_else(|| {
+                    Violation::config(format!("contract (uri={}) has no version", contract.uri()))
+                });
+            }
+            Resolution::SameUri(_, parsed) | Resolution::OtherUri(parsed) => parsed,
         };
         if parsed.uri != contract.uri() {
             return Err(Violation::contract(format!(
@@ -465,15 +464,13 @@ impl Inner {
                 parsed.uri
             )));
         }
-        contract.version(VersionSelector::Exact(parsed.version)).ok_or_else(|| {
-            Violation::config(format!(
-                "Invalid contract version: event (id={}) dataschema names version {} of contract (uri={}), which has [{}]",
-                event.id(),
-                parsed.version,
-                contract.uri(),
-                contract.version_numbers().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-            ))
-        })
+        Err(Violation::config(format!(
+            "Invalid contract version: event (id={}) dataschema names version {} of contract (uri={}), which has [{}]",
+            event.id(),
+            parsed.version,
+            contract.uri(),
+            contract.version_numbers().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        )))
     }
 
     fn system_errors(

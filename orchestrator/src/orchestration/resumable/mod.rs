@@ -54,9 +54,9 @@ pub use io::{Collected, Request, ResumableInput, ResumableOutput};
 use super::options::{Options, option_setters};
 use super::{CoreStep, Locking, StepError, StepInput, StepOutput, Workflow, WorkflowRecord};
 use crate::contract::{
-    ArvoContract, Contract, ContractVersion, Emits, OrchestratorVersion, VersionedContract,
+    ArvoContract, Contract, ContractVersion, Emits, OrchestratorVersion, Resolution, VersionedContract,
+    resolve,
 };
-use crate::dataschema;
 use crate::domain::Domain;
 use crate::emit::{BoxError, completion_events, request_events};
 use crate::event::Event;
@@ -188,16 +188,12 @@ impl ResumableCore {
             .copied()
             .filter(|vc| vc.accepts().event_type() != t && vc.schema_for_type(t).is_some())
             .collect();
-        let parsed = event.dataschema().and_then(dataschema::parse);
-        let chosen = parsed
-            .as_ref()
-            .and_then(|p| {
-                candidates
-                    .iter()
-                    .find(|vc| vc.uri() == p.uri && vc.version() == p.version)
-                    .or_else(|| candidates.iter().find(|vc| vc.uri() == p.uri))
-            })
-            .or_else(|| candidates.first());
+        let chosen = match resolve(event, candidates.iter().copied()) {
+            Resolution::Exact(vc) | Resolution::SameUri(vc, _) => Some(vc),
+            Resolution::Absent | Resolution::Invalid(_) | Resolution::OtherUri(_) => {
+                candidates.first().copied()
+            }
+        };
         match chosen {
             Some(vc) => vc.validate_emitted(event).map_err(|v| match v {
                 Violation::Contract { message, .. } => Violation::contract(format!(
