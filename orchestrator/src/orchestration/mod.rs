@@ -1,6 +1,15 @@
 //! Stateful orchestration: the lifecycle every orchestrator runs (Arvo's
-//! `orchestrationExecutionWrapper`) and the statechart [`Orchestrator`] over [`machine!`](crate::machine!)
-//! machines (Arvo's `ArvoOrchestrator`).
+//! `orchestrationExecutionWrapper`) and the orchestrators built on it, each a [`Workflow`] over
+//! its [`CoreStep`]:
+//!
+//! * [`Orchestrator`]: the statechart orchestrator over [`machine!`](crate::machine!) machines
+//!   (Arvo's `ArvoOrchestrator`), core [`MachineCore`];
+//! * [`Resumable`]: the imperative, resumable orchestrator (Arvo's `ArvoResumable`), core
+//!   [`ResumableCore`](resumable::ResumableCore).
+//!
+//! Beside them: durable timers ([`timers`]), a workflow's history ([`history`]) and replay
+//! ([`replay`]). The events the orchestrators emit are built in [`crate::emit`]; incoming events
+//! are resolved against their contracts in [`contract`](mod@crate::contract).
 //!
 //! # The lifecycle ([`Lifecycle::execute`])
 //!
