@@ -284,7 +284,7 @@ fn outbox(model: &Model, n: &Names) -> TokenStream {
             #[doc = #doc]
             pub fn #key<P, K>(&mut self, payload: P)
             where
-                #ty: ::orchestrator::machine::ServiceInput<P, K>,
+                #ty: ::orchestrator::machine::ServiceRequestInput<P, K>,
             {
                 self.inner.push::<#ty, P, K>(#text, payload)
             }
@@ -298,7 +298,7 @@ fn outbox(model: &Model, n: &Names) -> TokenStream {
         /// (`out.request(AddV1, payload)`).
         pub fn request<V, P, K>(&mut self, service: V, payload: P)
         where
-            V: ::orchestrator::machine::ServiceOf<#machine> + ::orchestrator::machine::ServiceInput<P, K>,
+            V: ::orchestrator::machine::ServiceOf<#machine> + ::orchestrator::machine::ServiceRequestInput<P, K>,
         {
             let _ = service;
             self.inner.push::<V, P, K>(<V as ::orchestrator::machine::ServiceOf<#machine>>::SERVICE, payload)
@@ -312,7 +312,7 @@ fn outbox(model: &Model, n: &Names) -> TokenStream {
             payload: P,
             options: ::orchestrator::machine::RequestOptions,
         ) where
-            V: ::orchestrator::machine::ServiceOf<#machine> + ::orchestrator::machine::ServiceInput<P, K>,
+            V: ::orchestrator::machine::ServiceOf<#machine> + ::orchestrator::machine::ServiceRequestInput<P, K>,
         {
             let _ = service;
             self.inner.push_with::<V, P, K>(
@@ -325,7 +325,7 @@ fn outbox(model: &Model, n: &Names) -> TokenStream {
     quote! {
         #[doc = #doc]
         #vis struct #outbox<'a> {
-            inner: &'a mut ::orchestrator::machine::Outbox,
+            inner: &'a mut ::orchestrator::machine::Requests,
         }
 
         impl #outbox<'_> {
@@ -613,7 +613,7 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
                     id: ::orchestrator::machine::__private::chart::ActionId,
                     context: &mut #ctx,
                     event: &#event,
-                    outbox: &mut ::orchestrator::machine::Outbox,
+                    outbox: &mut ::orchestrator::machine::Requests,
                 ) {
                     #action_body
                 }

@@ -14,6 +14,7 @@
 mod builder;
 mod document;
 pub mod orchestrator;
+mod resolve;
 pub mod schema;
 mod system_error;
 mod typed;
@@ -30,8 +31,9 @@ pub use schema::{EventSchema, SchemaError, SchemaErrors};
 pub use system_error::{SystemErrorPayload, system_error_type};
 pub use typed::{Contract, ContractVersion, Emits, OrchestratorVersion, Payload};
 
+pub(crate) use resolve::{Resolution, resolve};
+
 use crate::FieldErrors;
-use crate::dataschema;
 use crate::event::Event;
 use crate::semver::SemVer;
 use crate::violation::Violation;
@@ -144,7 +146,7 @@ impl ArvoContract {
     }
 
     /// All versions, lowest first.
-    pub fn versions(&self) -> impl DoubleEndedIterator<Item = &VersionedContract> {
+    pub fn versions(&self) -> impl DoubleEndedIterator<Item = &VersionedContract> + Clone {
         self.0.versions.values()
     }
 
@@ -302,30 +304,26 @@ impl VersionedContract {
     }
 
     fn check_dataschema(&self, event: &Event) -> Result<(), Violation> {
-        let Some(ds) = event.dataschema() else { return Ok(()) };
-        let Some(parsed) = dataschema::parse(ds) else {
-            return Err(Violation::contract(format!(
+        match resolve(event, [self]) {
+            Resolution::Absent | Resolution::Exact(_) => Ok(()),
+            Resolution::Invalid(ds) => Err(Violation::contract(format!(
                 "Invalid dataschema '{ds}' on event (id={}): expected '<uri>/<X.Y.Z>'",
                 event.id()
-            )));
-        };
-        if parsed.uri != self.uri() {
-            return Err(Violation::contract(format!(
+            ))),
+            Resolution::OtherUri(parsed) => Err(Violation::contract(format!(
                 "Contract URI mismatch: event (id={}) dataschema names '{}', expected '{}'",
                 event.id(),
                 parsed.uri,
                 self.uri()
-            )));
-        }
-        if parsed.version != self.version() && !parsed.is_wildcard() {
-            return Err(Violation::config(format!(
+            ))),
+            Resolution::SameUri(_, parsed) if parsed.is_wildcard() => Ok(()),
+            Resolution::SameUri(_, parsed) => Err(Violation::config(format!(
                 "Invalid contract version: event (id={}) dataschema names version {}, expected {}",
                 event.id(),
                 parsed.version,
                 self.version_str()
-            )));
+            ))),
         }
-        Ok(())
     }
 
     fn check_data(&self, schema: &EventSchema, event: &Event) -> Result<(), Violation> {

@@ -6,6 +6,10 @@
 //! * [`NamedError`]: an error with an explicit `errorName`;
 //! * [`BoxError`]: the error type user handler code returns.
 //!
+//! The other outgoing events are built here too (crate-internal): a service handler's emits
+//! (`service`), an orchestrator's service requests and child subjects (`requests`) and its
+//! completion (`completion`).
+//!
 //! ```
 //! use orchestrator::contract::ContractVersion;
 //! use orchestrator::emit::{SystemErrorSpec, system_error_events, system_error_payload, BoxError};
@@ -38,6 +42,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod completion;
+mod requests;
+mod service;
+
 use std::error::Error as StdError;
 use std::fmt;
 
@@ -47,6 +55,10 @@ use crate::contract::{SystemErrorPayload, VersionedContract};
 use crate::domain::{Domain, DomainContext, resolve_all};
 use crate::event::Event;
 use crate::violation::Violation;
+
+pub(crate) use completion::completion_events;
+pub(crate) use requests::request_events;
+pub(crate) use service::{schema_errors_json, service_events};
 
 /// The error type user handler code returns: any error, boxed.
 ///

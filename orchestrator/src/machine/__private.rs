@@ -7,8 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::Machine;
-use crate::contract::ContractVersion;
-use crate::dataschema;
+use crate::contract::{ContractVersion, Resolution, resolve};
 use crate::event::Event;
 use crate::violation::Violation;
 
@@ -57,9 +56,9 @@ pub fn system_error_type<V: ContractVersion>() -> &'static str {
 
 /// Whether `event` may come from service `V`: no dataschema, or one naming `V`'s URI.
 pub fn is_from<V: ContractVersion>(event: &Event) -> bool {
-    match event.dataschema() {
-        None => true,
-        Some(ds) => dataschema::parse(ds).is_some_and(|parsed| parsed.uri == V::URI),
+    match resolve(event, [V::versioned()]) {
+        Resolution::Absent | Resolution::Exact(_) | Resolution::SameUri(..) => true,
+        Resolution::Invalid(_) | Resolution::OtherUri(_) => false,
     }
 }
 

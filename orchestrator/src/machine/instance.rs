@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::outbox::{Outbox, ServiceRequest};
+use super::requests::{Requests, ServiceRequest};
 use super::traits::{Machine, MachineEvent};
 use crate::contract::ContractVersion;
 use crate::event::Event;
@@ -80,12 +80,12 @@ struct MachineHost<M: Machine> {
     current: Option<M::Event>,
     /// The last event known only by name, reused while its name does not change.
     named: Option<M::Event>,
-    outbox: Outbox,
+    outbox: Requests,
 }
 
 impl<M: Machine> MachineHost<M> {
     fn new(subject: Option<String>) -> Self {
-        Self { current: None, named: None, outbox: Outbox { subject, ..Outbox::default() } }
+        Self { current: None, named: None, outbox: Requests { subject, ..Requests::default() } }
     }
 }
 

@@ -555,7 +555,7 @@
 //! ```
 
 mod instance;
-mod outbox;
+mod requests;
 mod traits;
 
 #[doc(hidden)]
@@ -564,5 +564,9 @@ pub mod __private;
 pub use instance::{MachineError, MachineInstance, Snapshot};
 pub use orchestrator_chart as chart;
 pub use orchestrator_chart::{Chart, MachineState};
-pub use outbox::{AsIs, ChildInit, Outbox, RequestOptions, ServiceInput, ServiceRequest};
+pub use requests::{AsIs, ChildInit, RequestOptions, Requests, ServiceRequest, ServiceRequestInput};
+
+/// The old name of [`Requests`].
+#[deprecated(note = "renamed to `orchestrator::machine::Requests`")]
+pub type Outbox = Requests;
 pub use traits::{Machine, MachineEvent, ServiceInfo, ServiceOf};

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::outbox::Outbox;
+use super::requests::Requests;
 use crate::contract::{ContractVersion, OrchestratorVersion, Payload, VersionedContract};
 use crate::event::Event;
 use crate::violation::Violation;
@@ -85,7 +85,7 @@ pub trait Machine: Sized + Send + Sync + 'static {
     fn guard(id: GuardId, context: &Self::Context, event: &Self::Event) -> bool;
 
     /// Runs action `id`.
-    fn action(id: ActionId, context: &mut Self::Context, event: &Self::Event, outbox: &mut Outbox);
+    fn action(id: ActionId, context: &mut Self::Context, event: &Self::Event, outbox: &mut Requests);
 
     /// The typed state of an active configuration (`None` if it is not a legal one).
     fn state_of(active: &StateSet) -> Option<Self::State>;

@@ -1,6 +1,15 @@
 //! Stateful orchestration: the lifecycle every orchestrator runs (Arvo's
-//! `orchestrationExecutionWrapper`) and the statechart [`Orchestrator`] over [`machine!`](crate::machine!)
-//! machines (Arvo's `ArvoOrchestrator`).
+//! `orchestrationExecutionWrapper`) and the orchestrators built on it, each a [`Workflow`] over
+//! its [`CoreStep`]:
+//!
+//! * [`Orchestrator`]: the statechart orchestrator over [`machine!`](crate::machine!) machines
+//!   (Arvo's `ArvoOrchestrator`), core [`MachineCore`];
+//! * [`Resumable`]: the imperative, resumable orchestrator (Arvo's `ArvoResumable`), core
+//!   [`ResumableCore`](resumable::ResumableCore).
+//!
+//! Beside them: durable timers ([`timers`]), a workflow's history ([`history`]) and replay
+//! ([`replay`]). The events the orchestrators emit are built in [`crate::emit`]; incoming events
+//! are resolved against their contracts in [`contract`](mod@crate::contract).
 //!
 //! # The lifecycle ([`Lifecycle::execute`])
 //!
@@ -48,11 +57,12 @@
 
 pub mod history;
 mod lifecycle;
-mod machine;
 mod options;
 pub mod replay;
 pub mod resumable;
+mod statechart;
 pub mod timers;
+mod workflow;
 
 use std::future::Future;
 use std::time::SystemTime;
@@ -62,8 +72,9 @@ use serde_json::{Number, Value};
 
 pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use lifecycle::{Lifecycle, wake_type};
-pub use machine::{MachineCore, Orchestrator, OrchestratorBuilder};
 pub use resumable::{Resumable, ResumableBuilder};
+pub use statechart::{MachineCore, Orchestrator, OrchestratorBuilder};
+pub use workflow::Workflow;
 
 use crate::contract::{SystemErrorPayload, VersionedContract};
 use crate::emit::BoxError;

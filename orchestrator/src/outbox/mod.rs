@@ -5,6 +5,13 @@
 //! [`Outbox`] is a durable set of the events *in flight*: every event that has been produced (or
 //! published from outside) and whose consumer has not finished with it yet.
 //!
+//! A [`Node`](crate::runtime::Node) built with
+//! [`NodeBuilder::durable`](crate::runtime::NodeBuilder::durable) does all of this by itself: it
+//! wraps every handler, publishes its init events through the outbox, commits each orchestrator
+//! step's outbox step with its state, and redelivers what a previous run left in flight when it
+//! starts. The pieces below are what it uses; call them directly only when wiring a broker by
+//! hand:
+//!
 //! * A handler wrapped in [`Outboxed`] moves its event forward in one atomic step once it has
 //!   handled it: [`Outbox::advance`] removes the consumed event and adds the events it produced,
 //!   *before* they are handed to the broker. A crash before that step leaves the consumed event
@@ -26,8 +33,9 @@
 //!
 //! What stays outside: events with a `domain` (they leave the broker for the domained-events
 //! callback and are not added), and events consumed by a handler that is not wrapped (they stay
-//! until [`Outbox::advance`] is called for them). [`redeliver`] assumes that no other process is
-//! carrying the same outbox's events: with several processes on one store, use a shared transport.
+//! until [`Outbox::advance`] is called for them; a durable node wraps them all). [`redeliver`]
+//! assumes that no other process is carrying the same outbox's events: with several processes on
+//! one store, use a shared transport.
 
 mod in_memory;
 mod outboxed;

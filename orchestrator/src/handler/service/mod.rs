@@ -102,20 +102,22 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use serde::Deserialize;
-use serde_json::{Number, Value};
+use serde_json::Number;
 
 pub use crate::emit::BoxError;
 pub use input::ServiceInput;
 pub use output::{Emissions, Emit};
 
-use self::output::RawEmit;
+pub(crate) use self::output::RawEmit;
 use super::EventHandler;
-use crate::contract::{ArvoContract, Contract, ContractVersion, VersionSelector, VersionedContract};
-use crate::dataschema;
-use crate::domain::{Domain, DomainContext, resolve_all};
-use crate::emit::{SystemErrorSpec, system_error_events, system_error_payload};
+use crate::contract::{
+    ArvoContract, Contract, ContractVersion, Resolution, VersionSelector, VersionedContract, resolve,
+};
+use crate::domain::Domain;
+use crate::emit::{
+    SystemErrorSpec, schema_errors_json, service_events, system_error_events, system_error_payload,
+};
 use crate::event::Event;
-use crate::factory::FactoryError;
 use crate::semver::SemVer;
 use crate::telemetry::{Execution, ExecutionKind, Telemetry, TraceHeaders};
 use crate::violation::Violation;
@@ -419,7 +421,17 @@ impl Inner {
         };
         let call = std::pin::pin!(exec.instrument(function(event, vc, exec.headers())));
         let payload = match CatchUnwind(call).await {
-            Ok(Ok(emits)) => return self.emitted_events(event, vc, emits, exec),
+            Ok(Ok(emits)) => {
+                return service_events(
+                    self.contract.r#type(),
+                    event,
+                    vc,
+                    emits,
+                    self.executionunits.as_ref(),
+                    &self.emit_domains,
+                    exec.headers(),
+                );
+            }
             Ok(Err(error)) => match error.downcast::<Violation>() {
                 Ok(violation) => return Err(*violation),
                 Err(error) => system_error_payload(&*error),
@@ -432,18 +444,16 @@ impl Inner {
 
     fn select_version(&self, event: &Event) -> Result<&'static VersionedContract, Violation> {
         let contract = self.contract;
-        // Usually the dataschema is exactly one of the versions' `<uri>/<version>`.
-        if let Some(dataschema) = event.dataschema()
-            && let Some(vc) = contract.versions().find(|vc| vc.dataschema() == dataschema)
-        {
-            return Ok(vc);
-        }
-        let Some(parsed) = event.dataschema().and_then(dataschema::parse) else {
-            // OpenTelemetry: log a WARNING "Version resolution failed for event with dataschema
-            // '…'. Defaulting to the latest version".
-            return contract.version(VersionSelector::Latest).ok_or_else(|| {
-                Violation::config(format!("contract (uri={}) has no version", contract.uri()))
-            });
+        let parsed = match resolve(event, contract.versions()) {
+            Resolution::Exact(vc) => return Ok(vc),
+            Resolution::Absent | Resolution::Invalid(_) => {
+                // OpenTelemetry: log a WARNING "Version resolution failed for event with dataschema
+                // '…'. Defaulting to the latest version".
+                return contract.version(VersionSelector::Latest).ok_or_else(|| {
+                    Violation::config(format!("contract (uri={}) has no version", contract.uri()))
+                });
+            }
+            Resolution::SameUri(_, parsed) | Resolution::OtherUri(parsed) => parsed,
         };
         if parsed.uri != contract.uri() {
             return Err(Violation::contract(format!(
@@ -454,87 +464,13 @@ impl Inner {
                 parsed.uri
             )));
         }
-        contract.version(VersionSelector::Exact(parsed.version)).ok_or_else(|| {
-            Violation::config(format!(
-                "Invalid contract version: event (id={}) dataschema names version {} of contract (uri={}), which has [{}]",
-                event.id(),
-                parsed.version,
-                contract.uri(),
-                contract.version_numbers().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-            ))
-        })
-    }
-
-    fn emitted_events(
-        &self,
-        event: &Event,
-        vc: &'static VersionedContract,
-        emits: Vec<RawEmit>,
-        exec: &Execution,
-    ) -> Result<Vec<Event>, Violation> {
-        let ctx = DomainContext::for_event(event).contract_domain(vc.domain());
-        let mut out = Vec::with_capacity(emits.len());
-        for mut emit in emits {
-            let fail = |reason: String| {
-                Violation::contract(format!(
-                    "Emitted event creation failed: '{}' from handler for {} (input event id={}): {reason}",
-                    emit.event_type,
-                    vc.dataschema(),
-                    event.id()
-                ))
-            };
-            let data = std::mem::replace(&mut emit.data, Ok(serde_json::Map::new()))
-                .map_err(|e| fail(format!("the payload cannot be serialized: {e}")))?;
-            let executionunits =
-                match emit.executionunits {
-                    None => self.executionunits.clone(),
-                    Some(units) => Some(Number::from_f64(units).ok_or_else(|| {
-                        fail(format!("executionunits must be a finite number, got {units}"))
-                    })?),
-                };
-            let mut base = Event::builder()
-                .source(self.contract.r#type())
-                .subject_of(event)
-                .parentid(event.id())
-                .to(emit.to.as_deref().or(event.redirectto()).unwrap_or(event.source()))
-                .redirectto_opt(emit.redirectto.as_deref())
-                .accesscontrol_opt(emit.accesscontrol.as_deref().or(event.accesscontrol()))
-                .executionunits_opt(executionunits)
-                .id_opt(emit.id.as_deref())
-                .time_opt(emit.time.as_deref())
-                .traceparent_opt(exec.headers().traceparent())
-                .tracestate_opt(exec.headers().tracestate())
-                // As arvo-core's createArvoEvent (without its double encoding).
-                .encode_uris(true);
-            for (key, value) in &emit.extensions {
-                base = base.extension(key.clone(), value.clone());
-            }
-            let domains = emit.domains.as_deref().unwrap_or(&self.emit_domains);
-            let domains = resolve_all(domains, &ctx);
-            let count = domains.len();
-            let mut data = Value::Object(data);
-            for (i, domain) in domains.into_iter().enumerate() {
-                // The last (usually the only) domain's event takes the payload and the builder.
-                let (data, base) = if i + 1 == count {
-                    (std::mem::take(&mut data), std::mem::take(&mut base))
-                } else {
-                    (data.clone(), base.clone())
-                };
-                let built = vc.event_from_json(emit.event_type, data, base.domain_opt(domain));
-                out.push(built.map_err(|e| {
-                    let metadata = match &e {
-                        FactoryError::Data { errors, .. } => Some(schema_errors_json(errors)),
-                        _ => None,
-                    };
-                    let violation = fail(e.to_string());
-                    match metadata {
-                        Some(m) => violation.with_metadata(m),
-                        None => violation,
-                    }
-                })?);
-            }
-        }
-        Ok(out)
+        Err(Violation::config(format!(
+            "Invalid contract version: event (id={}) dataschema names version {} of contract (uri={}), which has [{}]",
+            event.id(),
+            parsed.version,
+            contract.uri(),
+            contract.version_numbers().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+        )))
     }
 
     fn system_errors(
@@ -553,16 +489,6 @@ impl Inner {
         };
         system_error_events(&spec, payload)
     }
-}
-
-fn schema_errors_json(errors: &crate::contract::SchemaErrors) -> Value {
-    serde_json::json!({
-        "errors": errors
-            .errors
-            .iter()
-            .map(|e| serde_json::json!({"path": e.path, "message": e.message}))
-            .collect::<Vec<_>>()
-    })
 }
 
 /// The system-error payload of a panic in handler code: `errorName` `Panic`.

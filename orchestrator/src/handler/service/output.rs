@@ -35,18 +35,18 @@ pub struct Emit<V> {
 
 /// An [`Emit`] without its version type.
 #[derive(Debug, Clone)]
-pub(super) struct RawEmit {
-    pub(super) event_type: &'static str,
+pub(crate) struct RawEmit {
+    pub(crate) event_type: &'static str,
     /// The serialized payload, or why it could not be serialized to a JSON object.
-    pub(super) data: Result<Map<String, Value>, String>,
-    pub(super) to: Option<String>,
-    pub(super) redirectto: Option<String>,
-    pub(super) domains: Option<Vec<Domain>>,
-    pub(super) id: Option<String>,
-    pub(super) time: Option<String>,
-    pub(super) accesscontrol: Option<String>,
-    pub(super) executionunits: Option<f64>,
-    pub(super) extensions: Vec<(String, ExtensionValue)>,
+    pub(crate) data: Result<Map<String, Value>, String>,
+    pub(crate) to: Option<String>,
+    pub(crate) redirectto: Option<String>,
+    pub(crate) domains: Option<Vec<Domain>>,
+    pub(crate) id: Option<String>,
+    pub(crate) time: Option<String>,
+    pub(crate) accesscontrol: Option<String>,
+    pub(crate) executionunits: Option<f64>,
+    pub(crate) extensions: Vec<(String, ExtensionValue)>,
 }
 
 impl<V: ContractVersion> Emit<V> {

@@ -1,5 +1,6 @@
 //! [`Resumable`]: an imperative, resumable orchestrator (Arvo's `ArvoResumable`), run by the same
-//! orchestration [`Lifecycle`] as the statechart [`Orchestrator`](super::Orchestrator).
+//! orchestration [`Lifecycle`](super::Lifecycle) as the statechart
+//! [`Orchestrator`](super::Orchestrator).
 //!
 //! A resumable is one async function per version of its self orchestrator contract. Each event of
 //! a workflow (the init event, then the responses of the services it calls) runs the function
@@ -50,17 +51,15 @@ use serde_json::Value;
 
 pub use io::{Collected, Request, ResumableInput, ResumableOutput};
 
-use super::machine::{completion_events, request_events};
 use super::options::{Options, option_setters};
-use super::{CoreStep, Lifecycle, Locking, StepError, StepInput, StepOutput, WorkflowRecord};
+use super::{CoreStep, Locking, StepError, StepInput, StepOutput, Workflow, WorkflowRecord};
 use crate::contract::{
-    ArvoContract, Contract, ContractVersion, Emits, OrchestratorVersion, VersionedContract,
+    ArvoContract, Contract, ContractVersion, Emits, OrchestratorVersion, Resolution, VersionedContract,
+    resolve,
 };
-use crate::dataschema;
 use crate::domain::Domain;
-use crate::emit::BoxError;
+use crate::emit::{BoxError, completion_events, request_events};
 use crate::event::Event;
-use crate::handler::EventHandler;
 use crate::machine::ServiceRequest;
 use crate::memory::Memory;
 use crate::subject::Subject;
@@ -189,16 +188,12 @@ impl ResumableCore {
             .copied()
             .filter(|vc| vc.accepts().event_type() != t && vc.schema_for_type(t).is_some())
             .collect();
-        let parsed = event.dataschema().and_then(dataschema::parse);
-        let chosen = parsed
-            .as_ref()
-            .and_then(|p| {
-                candidates
-                    .iter()
-                    .find(|vc| vc.uri() == p.uri && vc.version() == p.version)
-                    .or_else(|| candidates.iter().find(|vc| vc.uri() == p.uri))
-            })
-            .or_else(|| candidates.first());
+        let chosen = match resolve(event, candidates.iter().copied()) {
+            Resolution::Exact(vc) | Resolution::SameUri(vc, _) => Some(vc),
+            Resolution::Absent | Resolution::Invalid(_) | Resolution::OtherUri(_) => {
+                candidates.first().copied()
+            }
+        };
         match chosen {
             Some(vc) => vc.validate_emitted(event).map_err(|v| match v {
                 Violation::Contract { message, .. } => Violation::contract(format!(
@@ -358,58 +353,24 @@ impl CoreStep for ResumableCore {
 }
 
 /// An imperative, resumable orchestrator: one async function per version of one self
-/// orchestrator contract, inside the orchestration [`Lifecycle`]. Cheap to clone. See the
-/// [module documentation](self).
-pub struct Resumable<Mem> {
-    inner: Arc<Lifecycle<ResumableCore, Mem>>,
-}
+/// orchestrator contract, inside the orchestration [`Lifecycle`](super::Lifecycle): a
+/// [`Workflow`] over [`ResumableCore`]. Cheap to clone. See the [module documentation](self).
+pub type Resumable<Mem> = Workflow<ResumableCore, Mem>;
 
-impl<Mem> Clone for Resumable<Mem> {
-    fn clone(&self) -> Self {
-        Self { inner: Arc::clone(&self.inner) }
-    }
-}
-
-impl<Mem> fmt::Debug for Resumable<Mem> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Resumable").field("core", &self.inner.core()).finish_non_exhaustive()
-    }
-}
-
-impl<Mem: Memory<WorkflowRecord> + 'static> Resumable<Mem> {
+impl<Mem: Memory<WorkflowRecord> + 'static> Workflow<ResumableCore, Mem> {
     /// Starts declaring a resumable storing its workflows in `memory`.
     pub fn builder(memory: Mem) -> ResumableBuilder<Mem> {
         ResumableBuilder { memory, versions: Vec::new(), services: Vec::new(), options: Options::default() }
     }
 
-    /// The memory.
-    pub fn memory(&self) -> &Mem {
-        self.inner.memory()
-    }
-
-    /// The lifecycle (the core step and the settings).
-    pub fn lifecycle(&self) -> &Lifecycle<ResumableCore, Mem> {
-        &self.inner
-    }
-
     /// The versions of the self contract served, in registration order.
     pub fn versions(&self) -> Vec<&'static str> {
-        self.inner.core().versions()
+        self.lifecycle().core().versions()
     }
 
     /// The contracts of the services it declared.
     pub fn services(&self) -> Vec<&'static VersionedContract> {
-        self.inner.core().services().to_vec()
-    }
-}
-
-impl<Mem: Memory<WorkflowRecord> + 'static> EventHandler for Resumable<Mem> {
-    fn source(&self) -> &str {
-        self.inner.core().source
-    }
-
-    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
-        self.inner.execute(event).await
+        self.lifecycle().core().services().to_vec()
     }
 }
 
@@ -541,7 +502,7 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
             complete_domains: self.options.complete_domains.clone(),
         };
         let lifecycle = self.options.lifecycle(core, self.memory, executionunits).resumable_spans();
-        Ok(Resumable { inner: Arc::new(lifecycle) })
+        Ok(Workflow::from_lifecycle(lifecycle))
     }
 }
 

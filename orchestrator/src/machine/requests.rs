@@ -126,26 +126,26 @@ impl ServiceRequest {
     label = "not the payload `{Self}` accepts",
     note = "a request takes the service's accepted payload (its `Init` payload for an orchestrator contract)"
 )]
-pub trait ServiceInput<P, K>: ContractVersion {
+pub trait ServiceRequestInput<P, K>: ContractVersion {
     /// The accepted payload for `payload`, in the workflow whose subject is `parent_subject`.
     fn into_accepts(payload: P, parent_subject: Option<&str>) -> Self::Accepts;
 }
 
-/// [`ServiceInput`] marker: the accepted payload itself.
+/// [`ServiceRequestInput`] marker: the accepted payload itself.
 #[derive(Debug)]
 pub enum AsIs {}
 
-/// [`ServiceInput`] marker: an orchestrator's `Init` payload, sent as a child orchestration.
+/// [`ServiceRequestInput`] marker: an orchestrator's `Init` payload, sent as a child orchestration.
 #[derive(Debug)]
 pub enum ChildInit {}
 
-impl<V: ContractVersion> ServiceInput<V::Accepts, AsIs> for V {
+impl<V: ContractVersion> ServiceRequestInput<V::Accepts, AsIs> for V {
     fn into_accepts(payload: V::Accepts, _: Option<&str>) -> V::Accepts {
         payload
     }
 }
 
-impl<V: OrchestratorVersion> ServiceInput<V::Init, ChildInit> for V {
+impl<V: OrchestratorVersion> ServiceRequestInput<V::Init, ChildInit> for V {
     fn into_accepts(payload: V::Init, parent_subject: Option<&str>) -> V::Accepts {
         OrchestratorInit { parent_subject: parent_subject.map(str::to_owned), data: payload }
     }
@@ -154,13 +154,13 @@ impl<V: OrchestratorVersion> ServiceInput<V::Init, ChildInit> for V {
 /// Collects the service requests of one step. Actions reach it through the machine's typed
 /// outbox (`<Name>Outbox`), whose methods only accept declared services and their payloads.
 #[derive(Debug, Default)]
-pub struct Outbox {
+pub struct Requests {
     pub(crate) subject: Option<String>,
     pub(crate) requests: Vec<ServiceRequest>,
     pub(crate) errors: Vec<Violation>,
 }
 
-impl Outbox {
+impl Requests {
     /// The subject of the running workflow, if known (parent subject of child orchestrations).
     pub fn subject(&self) -> Option<&str> {
         self.subject.as_deref()
@@ -175,7 +175,7 @@ impl Outbox {
     /// service's accepted schema makes the step fail with a contract [`Violation`].
     pub fn push<V, P, K>(&mut self, service: &'static str, payload: P)
     where
-        V: ServiceInput<P, K>,
+        V: ServiceRequestInput<P, K>,
     {
         self.push_with::<V, P, K>(service, payload, RequestOptions::default());
     }
@@ -183,7 +183,7 @@ impl Outbox {
     /// [`push`](Self::push) with [`RequestOptions`].
     pub fn push_with<V, P, K>(&mut self, service: &'static str, payload: P, options: RequestOptions)
     where
-        V: ServiceInput<P, K>,
+        V: ServiceRequestInput<P, K>,
     {
         let accepts = V::into_accepts(payload, self.subject.as_deref());
         let contract = V::versioned();

@@ -1,19 +1,19 @@
-//! [`Orchestrator`]: the statechart orchestrator over [`machine!`](crate::machine!) machines.
+//! The statechart orchestrator: [`Orchestrator`] over [`machine!`](crate::machine!) machines,
+//! its [`MachineCore`] step and the type-erased machine that lets several versions live side
+//! by side.
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::options::{Options, option_setters};
-use super::{CoreStep, Lifecycle, Locking, StepError, StepInput, StepOutput, WorkflowRecord};
-use crate::contract::{ContractKind, ContractVersion, Emits, VersionedContract};
-use crate::domain::{Domain, DomainContext, resolve_all};
-use crate::event::Event;
-use crate::handler::EventHandler;
+use super::{CoreStep, Locking, StepError, StepInput, StepOutput, Workflow, WorkflowRecord};
+use crate::contract::{ContractVersion, Emits, VersionedContract};
+use crate::domain::Domain;
+use crate::emit::{completion_events, request_events};
 use crate::machine::{Machine, MachineError, MachineInstance, ServiceRequest, Snapshot};
 use crate::memory::Memory;
 use crate::memory::unix_ms;
@@ -170,138 +170,6 @@ impl MachineCore {
     }
 }
 
-/// The base of every event an orchestrator emits: source, redirectto, accesscontrol, execution
-/// units, trace headers.
-fn base(source: &'static str, input: &StepInput<'_>) -> crate::event::EventBuilder {
-    let event = input.event;
-    Event::builder()
-        .source(source)
-        .redirectto(source)
-        .accesscontrol_opt(event.accesscontrol())
-        .executionunits_opt(input.executionunits.cloned())
-        .traceparent_opt(input.trace.traceparent())
-        .tracestate_opt(input.trace.tracestate())
-}
-
-/// The events of service requests emitted by orchestrator `source` (Arvo's 2.6): one per unique
-/// resolved domain of `service_domains`; a child subject for an orchestrator-contract service.
-/// Shared by every kind of orchestrator.
-pub(super) fn request_events(
-    source: &'static str,
-    service_domains: &[Domain],
-    input: &StepInput<'_>,
-    self_contract: &VersionedContract,
-    requests: &[ServiceRequest],
-) -> Result<Vec<Event>, Violation> {
-    let event = input.event;
-    let mut out = Vec::with_capacity(requests.len());
-    for request in requests {
-        let ctx = DomainContext::for_event(event)
-            .parent_subject(input.parent_subject)
-            .self_contract_domain(self_contract.domain())
-            .event_contract_domain(request.contract.domain());
-        let is_child = matches!(request.contract.kind(), ContractKind::Orchestrator { .. });
-        let options = &request.options;
-        let redirectto = options.redirectto.as_deref().unwrap_or(source);
-        for domain in resolve_all(options.domains.as_deref().unwrap_or(service_domains), &ctx) {
-            // The event shares the parsed subject, so its consumer need not decode it again.
-            let subject = if is_child {
-                &child_subject(source, request, redirectto, domain.as_deref())?
-            } else {
-                input.subject
-            };
-            let mut base = base(source, input)
-                .orchestration_subject(subject)
-                .to(options.to.as_deref().unwrap_or(request.event_type))
-                .redirectto(redirectto)
-                .parentid(event.id())
-                .domain_opt(domain);
-            if let Some(id) = &options.id {
-                base = base.id(id.as_str());
-            }
-            if let Some(accesscontrol) = &options.accesscontrol {
-                base = base.accesscontrol(accesscontrol.as_str());
-            }
-            if let Some(units) = &options.executionunits {
-                base = base.executionunits(units.clone());
-            }
-            out.push(request.to_event(base).map_err(|e| {
-                Violation::contract(format!(
-                    "[Emittable Event Creation] Invalid event data: the request to service '{}' ({}) from orchestrator {} (event id={}) cannot be built: {e}",
-                    request.service,
-                    request.event_type,
-                    source,
-                    event.id()
-                ))
-            })?);
-        }
-    }
-    Ok(out)
-}
-
-/// The subject of a child orchestration: `from(parentSubject$$)` (or a new root when the
-/// request has none) with orchestrator = the child's type and the service contract's version,
-/// `meta.redirectto` = the request's `redirectto` (this orchestrator by default).
-fn child_subject(
-    source: &'static str,
-    request: &ServiceRequest,
-    redirectto: &str,
-    domain: Option<&str>,
-) -> Result<Subject, Violation> {
-    let fail = |e: &dyn fmt::Display| {
-        Violation::execution(format!(
-            "[Emittable Event Creation] Invalid parentSubject$$ for the child orchestration '{}' requested by {}: {e}",
-            request.event_type, source
-        ))
-    };
-    let builder = match request.parent_subject() {
-        Some(parent) => Subject::parse(parent)
-            .map_err(|e| fail(&e))?
-            .child(request.event_type, request.contract.version_str()),
-        None => Subject::builder(request.event_type, request.contract.version_str(), source),
-    };
-    let builder = match domain {
-        Some(domain) => builder.domain(domain),
-        None => builder,
-    };
-    builder.meta("redirectto", redirectto).build().map_err(|e| fail(&e))
-}
-
-/// The completion events of orchestrator `source` (Arvo's 2.6): type `complete_type` of the self
-/// contract `vc`, subject = the parent subject ?? the workflow's, to = `meta.redirectto` ?? the
-/// initiator, parentid = the init event id, one per unique resolved domain of
-/// `complete_domains`. `what` names the orchestrator in error messages.
-pub(super) fn completion_events(
-    source: &'static str,
-    complete_domains: &[Domain],
-    input: &StepInput<'_>,
-    vc: &VersionedContract,
-    complete_type: &str,
-    what: &dyn fmt::Display,
-    output: Value,
-) -> Result<Vec<Event>, Violation> {
-    let event = input.event;
-    let ctx =
-        DomainContext::for_event(event).parent_subject(input.parent_subject).contract_domain(vc.domain());
-    let to = input.subject.meta("redirectto").unwrap_or(input.subject.initiator());
-    let base = match input.parent_subject {
-        Some(parent) => base(source, input).subject(parent),
-        None => base(source, input).orchestration_subject(input.subject),
-    };
-    let base = base.to(to).parentid(input.init_event_id);
-    resolve_all(complete_domains, &ctx)
-        .into_iter()
-        .map(|domain| {
-            vc.event_from_json(complete_type, output.clone(), base.clone().domain_opt(domain)).map_err(|e| {
-                Violation::contract(format!(
-                    "[Emittable Event Creation] Invalid event data: the completion of {what} ({complete_type}) does not match {}: {e}",
-                    vc.dataschema()
-                ))
-            })
-        })
-        .collect()
-}
-
 impl CoreStep for MachineCore {
     fn source(&self) -> &str {
         self.source
@@ -350,7 +218,8 @@ impl CoreStep for MachineCore {
 }
 
 /// A statechart orchestrator: one or more versions of one self contract, each run by a
-/// [`machine!`](crate::machine!) machine, inside the orchestration [`Lifecycle`]. Cheap to clone.
+/// [`machine!`](crate::machine!) machine, inside the orchestration
+/// [`Lifecycle`](super::Lifecycle): a [`Workflow`] over [`MachineCore`]. Cheap to clone.
 ///
 /// * The machine is chosen by the subject's orchestrator version
 ///   ([`Violation::Config`] "Machine resolution failed…" when none matches).
@@ -366,56 +235,22 @@ impl CoreStep for MachineCore {
 ///   even with an empty output: subject = the parent subject ?? the workflow's; to =
 ///   `meta.redirectto` ?? the initiator; parentid = the init event id; data = the output checked
 ///   against the complete schema; default domains `[OrchestrationContext]`.
-pub struct Orchestrator<Mem> {
-    inner: Arc<Lifecycle<MachineCore, Mem>>,
-}
+pub type Orchestrator<Mem> = Workflow<MachineCore, Mem>;
 
-impl<Mem> Clone for Orchestrator<Mem> {
-    fn clone(&self) -> Self {
-        Self { inner: Arc::clone(&self.inner) }
-    }
-}
-
-impl<Mem> fmt::Debug for Orchestrator<Mem> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Orchestrator").field("core", &self.inner.core()).finish_non_exhaustive()
-    }
-}
-
-impl<Mem: Memory<WorkflowRecord> + 'static> Orchestrator<Mem> {
+impl<Mem: Memory<WorkflowRecord> + 'static> Workflow<MachineCore, Mem> {
     /// Starts declaring an orchestrator storing its workflows in `memory`.
     pub fn builder(memory: Mem) -> OrchestratorBuilder<Mem> {
         OrchestratorBuilder { memory, machines: Vec::new(), options: Options::default() }
     }
 
-    /// The memory.
-    pub fn memory(&self) -> &Mem {
-        self.inner.memory()
-    }
-
-    /// The lifecycle (the core step and the settings).
-    pub fn lifecycle(&self) -> &Lifecycle<MachineCore, Mem> {
-        &self.inner
-    }
-
     /// The versions of the self contract served, in registration order.
     pub fn versions(&self) -> Vec<&'static str> {
-        self.inner.core().versions()
+        self.lifecycle().core().versions()
     }
 
     /// The contracts of the services its machines call.
     pub fn services(&self) -> Vec<&'static VersionedContract> {
-        self.inner.core().services()
-    }
-}
-
-impl<Mem: Memory<WorkflowRecord> + 'static> EventHandler for Orchestrator<Mem> {
-    fn source(&self) -> &str {
-        self.inner.core().source
-    }
-
-    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
-        self.inner.execute(event).await
+        self.lifecycle().core().services()
     }
 }
 
@@ -482,6 +317,6 @@ impl<Mem: Memory<WorkflowRecord> + 'static> OrchestratorBuilder<Mem> {
             complete_domains: self.options.complete_domains.clone(),
         };
         let lifecycle = self.options.lifecycle(core, self.memory, executionunits);
-        Ok(Orchestrator { inner: Arc::new(lifecycle) })
+        Ok(Workflow::from_lifecycle(lifecycle))
     }
 }
