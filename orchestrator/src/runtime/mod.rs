@@ -30,7 +30,9 @@ use std::pin::Pin;
 pub use dead_letters::{DEFAULT_DEAD_LETTER_CAPACITY, DeadLetter, DeadLetterReason, DeadLetters, ErrorFn};
 pub use dispatcher::{DispatchStats, Dispatcher, DispatcherError};
 pub use domained::{DomainedEvent, DomainedFn};
-pub use node::{MissingService, Node, NodeBuilder, NodeError, TimerSettings, WorkflowStatus};
+pub use node::{
+    DEFAULT_WORKERS, MissingService, Node, NodeBuilder, NodeError, TimerSettings, WorkflowStatus,
+};
 pub use retry::RetryPolicy;
 pub use settlement::{Outcome, Settlement, is_transient};
 

@@ -79,7 +79,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::task::JoinHandle;
 
-pub use builder::{NodeBuilder, TimerSettings};
+pub use builder::{DEFAULT_WORKERS, NodeBuilder, TimerSettings};
 pub use error::{MissingService, NodeError};
 pub use status::WorkflowStatus;
 
