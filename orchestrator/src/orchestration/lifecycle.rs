@@ -238,7 +238,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
     /// The outbox step of an event handled without a commit (the commit carries it otherwise).
     async fn outbox_step(&self, event: &Event, produced: &[Event]) -> Result<(), Violation> {
         let Some(outbox) = &self.outbox else { return Ok(()) };
-        let in_flight: Vec<Event> = produced.iter().filter(|e| e.domain().is_none()).cloned().collect();
+        let in_flight = crate::outbox::travelling(produced);
         outbox.advance_dyn(Some(event.id()), &in_flight).await.map_err(|e| {
             let message = format!("Error moving event (id={}) forward in the outbox: {e}", event.id());
             store_violation(&e, TransactionCause::WriteFailure, message)
@@ -383,7 +383,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         let outbox = match &self.outbox {
             Some(_) => {
                 let produced = meta.entry.map_or(&[][..], |entry| entry.produced);
-                in_flight = produced.iter().filter(|e| e.domain().is_none()).cloned().collect();
+                in_flight = crate::outbox::travelling(produced);
                 Some(OutboxStep {
                     consumed: meta.entry.and_then(|e| e.consumed).map(Event::id),
                     produced: &in_flight,

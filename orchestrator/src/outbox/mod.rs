@@ -53,6 +53,12 @@ pub use recovery::{RecoveryError, in_flight, publish, redeliver};
 use crate::event::Event;
 use crate::memory::MemoryError;
 
+/// The events of `produced` that travel through the outbox: all but those with a `domain`
+/// (they leave the transport for the domained-events callback).
+pub(crate) fn travelling(produced: &[Event]) -> Vec<Event> {
+    produced.iter().filter(|e| e.domain().is_none()).cloned().collect()
+}
+
 /// An event waiting in an [`Outbox`], with its position (positions grow and are never reused).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pending {

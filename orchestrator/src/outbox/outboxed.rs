@@ -79,7 +79,7 @@ impl<H: EventHandler, O: Outbox + 'static> EventHandler for Outboxed<H, O> {
     async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
         let result = self.inner.execute(event).await;
         let in_flight: Vec<Event> = match &result {
-            Ok(produced) => produced.iter().filter(|e| e.domain().is_none()).cloned().collect(),
+            Ok(produced) => super::travelling(produced),
             // Transient: keep the event, to be handled again after a restart.
             Err(violation) if violation.transaction_cause().is_some() => return result,
             Err(_) => Vec::new(),
