@@ -112,6 +112,9 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     /// Runs on `transport` instead of the in-process one. The node then receives only the
     /// topics of its handlers: events for other topics are left to the processes that handle
     /// them.
+    ///
+    /// Call it before [`NodeBuilder::on_domained`]: the callback gets the transport, so one set
+    /// earlier (for the in-process transport) is dropped.
     pub fn transport<T2: Transport>(self, transport: T2) -> NodeBuilder<M, T2> {
         NodeBuilder {
             store: self.store,
