@@ -1,0 +1,63 @@
+//! Durable workflow memory for the orchestrator on PostgreSQL, shared by several nodes.
+//!
+//! [`PgStore`] implements [`Memory`](orchestrator::memory::Memory) (compare-and-swap records,
+//! single-shot leases with fencing tokens, renewal, the wake-up index with claims, idempotent
+//! redelivery keyed by the event's `(source, id)`, retention),
+//! [`Journal`](orchestrator::memory::Journal) and [`Outbox`](orchestrator::outbox::Outbox).
+//!
+//! # Design
+//!
+//! * **One row per workflow** in `workflows`: the record as JSONB, its version (compare-and-swap:
+//!   `UPDATE … WHERE id = $1 AND version = $2`; a creation is an `INSERT … ON CONFLICT DO
+//!   NOTHING`), the next wake-up (`wake_at`, indexed) and its claim, the parent, the initiator,
+//!   the writing source, `finished_at` and timestamps.
+//! * **Leases are rows** (`leases(id, owner, token, expires_at)`) judged by the database's clock
+//!   (`now()`), so that nodes whose clocks differ agree; tokens come from a sequence and only
+//!   grow; a renewal extends from `now()`. A fenced commit checks its token in the same
+//!   transaction (`SELECT … FOR SHARE`, which also keeps the lease from being superseded until
+//!   the commit ends).
+//! * **`acquire` is one statement** (one round trip): a CTE takes the lease when asked, and the
+//!   same statement reads the record and the journal's answer for the event.
+//! * **`commit` is one transaction**: fencing check, compare-and-swap, journal row (the journal's
+//!   positions are the record versions, unique per workflow), wake-up (a write ends any claim),
+//!   outbox step, retention of a finished workflow, release of the lease. An error rolls it all
+//!   back. It takes several round trips on that transaction (one per statement).
+//! * **Retention**: [`Retention::Keep`](orchestrator::memory::Retention::Keep) marks the
+//!   workflow finished; `Remove` deletes it and its journal; `RemoveAfter(d)` marks it and
+//!   sweeps the workflows finished more than `d` ago (on each finishing commit and each cleanup);
+//!   `Archive` moves the record and the journal to `archive_workflows` and `archive_journal`.
+//! * **Versioned schema**: every table lives in [`PgConfig::schema`] (created if missing); the
+//!   migrations are applied on open under an advisory lock, and a database from a newer version
+//!   is refused with [`OpenError::NewerSchema`].
+//! * **Errors**: connection failures, serialization failures (`40001`), deadlocks (`40P01`),
+//!   shutdowns (`57P01`…) and pool failures are transient
+//!   ([`MemoryError::is_transient`](orchestrator::memory::MemoryError::is_transient)); a record
+//!   that cannot be decoded or a violated constraint is permanent.
+//!
+//! Records are JSONB (so a record whose JSON holds the character U+0000 cannot be stored:
+//! PostgreSQL refuses it); events (consumed, produced, outbox) are kept as JSON text, exactly as
+//! serialized. Every value travels as a bound parameter.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use orchestrator::memory::{Memory, MemoryExt, WriteMeta};
+//! use orchestrator_postgres::{PgConfig, PgStore};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let store: PgStore<String> =
+//!     PgStore::open(PgConfig::new("postgres://postgres@127.0.0.1:5432/test")).await?;
+//! let version = store.write("wf-1", &"state".to_owned(), None, None, &WriteMeta::new("wf-1", "me")).await?;
+//! assert_eq!(store.read("wf-1").await?.map(|s| s.version), Some(version));
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+mod queries;
+mod schema;
+mod store;
+
+pub use error::{OpenError, PgError};
+pub use schema::SCHEMA_VERSION;
+pub use store::{PgConfig, PgStore};
