@@ -13,18 +13,22 @@
 //!   the writing source, `finished_at` and timestamps.
 //! * **Leases are rows** (`leases(id, owner, token, expires_at)`) judged by the database's clock
 //!   (`now()`), so that nodes whose clocks differ agree; tokens come from a sequence and only
-//!   grow; a renewal extends from `now()`. A fenced commit checks its token in the same
-//!   transaction (`SELECT … FOR SHARE`, which also keeps the lease from being superseded until
-//!   the commit ends).
+//!   grow; a renewal extends from `now()`; releasing a lapsed or superseded lease is not an
+//!   error.
 //! * **`acquire` is one statement** (one round trip): a CTE takes the lease when asked, and the
 //!   same statement reads the record and the journal's answer for the event.
-//! * **`commit` is one transaction**: fencing check, compare-and-swap, journal row (the journal's
-//!   positions are the record versions, unique per workflow), wake-up (a write ends any claim),
-//!   outbox step, retention of a finished workflow, release of the lease. An error rolls it all
-//!   back. It takes several round trips on that transaction (one per statement).
+//! * **`commit` is one call** (one round trip, one transaction): the `commit_step` function
+//!   (schema migration 2, PL/pgSQL) checks the fencing token (`SELECT … FOR SHARE`, which also
+//!   keeps the lease from being superseded until the commit ends), compare-and-swaps the record,
+//!   appends the journal row (the journal's positions are the record versions, unique per
+//!   workflow), sets the wake-up (a write ends any claim), takes the outbox step, applies the
+//!   retention of a finished workflow and releases the lease. An error anywhere rolls it all
+//!   back. Statements are prepared once per pooled connection (the first use of a statement on
+//!   a connection costs one more round trip).
 //! * **Retention**: [`Retention::Keep`](orchestrator::memory::Retention::Keep) marks the
 //!   workflow finished; `Remove` deletes it and its journal; `RemoveAfter(d)` marks it and
-//!   sweeps the workflows finished more than `d` ago (on each finishing commit and each cleanup);
+//!   sweeps the workflows finished more than `d` ago (on each finishing commit and each cleanup,
+//!   through the `retain` function);
 //!   `Archive` moves the record and the journal to `archive_workflows` and `archive_journal`.
 //! * **Versioned schema**: every table lives in [`PgConfig::schema`] (created if missing); the
 //!   migrations are applied on open under an advisory lock, and a database from a newer version

@@ -51,32 +51,6 @@ pub(crate) const RENEW: &str = concat!(
 pub(crate) const UNLOCK: &str =
     "DELETE FROM {s}.leases WHERE id = $1 AND token = $2 RETURNING expires_at > now()";
 
-/// The fencing check of a commit: lease `($1, $2)` is current; locks its row until the end of
-/// the transaction so that nobody supersedes it meanwhile.
-pub(crate) const FENCE: &str =
-    "SELECT 1 FROM {s}.leases WHERE id = $1 AND token = $2 AND expires_at > now() FOR SHARE";
-
-/// The version of `$1`.
-pub(crate) const VERSION: &str = "SELECT version FROM {s}.workflows WHERE id = $1";
-
-/// Creates `$1` at version 1, unless it exists.
-pub(crate) const INSERT: &str = "INSERT INTO {s}.workflows \
-     (id, record, version, parent, initiator, source, wake_at) \
-     VALUES ($1, $2::text::jsonb, 1, $3, $4, $5, to_timestamp($6::bigint / 1000.0)) \
-     ON CONFLICT (id) DO NOTHING RETURNING version";
-
-/// Compare-and-swap update of `$1` from version `$2`.
-pub(crate) const UPDATE: &str = "UPDATE {s}.workflows SET record = $3::text::jsonb, version = $2 + 1, \
-     parent = CASE WHEN $4::boolean THEN $5 ELSE parent END, \
-     initiator = CASE WHEN $6::boolean THEN $7 ELSE initiator END, \
-     source = $8, wake_at = to_timestamp($9::bigint / 1000.0), claimed_until = NULL, updated_at = now() \
-     WHERE id = $1 AND version = $2 RETURNING version";
-
-/// A journal row.
-pub(crate) const JOURNAL: &str = "INSERT INTO {s}.journal \
-     (wf, version, at_ms, consumed_source, consumed_id, consumed, produced, record) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::jsonb)";
-
 /// The journal's answer to event `($2, $3)` on workflow `$1`.
 pub(crate) const PRODUCED: &str = "SELECT produced FROM {s}.journal \
      WHERE wf = $1 AND consumed_source = $2 AND consumed_id = $3 ORDER BY version LIMIT 1";
@@ -92,32 +66,6 @@ pub(crate) const OUTBOX_ADD: &str = "INSERT INTO {s}.outbox (event_id, event) \
 /// Up to `$2` outbox events after position `$1`.
 pub(crate) const OUTBOX_PENDING: &str =
     "SELECT seq, event FROM {s}.outbox WHERE seq > $1 ORDER BY seq LIMIT $2";
-
-/// Marks `$1` finished (kept until a sweep, if any).
-pub(crate) const MARK_FINISHED: &str =
-    "UPDATE {s}.workflows SET finished_at = COALESCE(finished_at, now()) WHERE id = $1";
-
-/// Deletes the journal of `$1`.
-pub(crate) const DELETE_JOURNAL: &str = "DELETE FROM {s}.journal WHERE wf = $1";
-
-/// Deletes the record of `$1`.
-pub(crate) const DELETE_WORKFLOW: &str = "DELETE FROM {s}.workflows WHERE id = $1";
-
-/// Deletes the workflows finished more than `$1` ms ago, with their journals.
-pub(crate) const SWEEP: &str = "WITH gone AS (DELETE FROM {s}.workflows \
-       WHERE finished_at <= now() - $1::bigint * interval '1 millisecond' RETURNING id) \
-     DELETE FROM {s}.journal j USING gone WHERE j.wf = gone.id";
-
-/// Copies the record of `$1` to the archive.
-pub(crate) const ARCHIVE_WORKFLOW: &str = "INSERT INTO {s}.archive_workflows \
-     SELECT * FROM {s}.workflows WHERE id = $1";
-
-/// Copies the journal of `$1` to the archive.
-pub(crate) const ARCHIVE_JOURNAL: &str =
-    "INSERT INTO {s}.archive_journal SELECT * FROM {s}.journal WHERE wf = $1";
-
-/// Releases lease `($1, $2)` (the end of a commit).
-pub(crate) const RELEASE: &str = "DELETE FROM {s}.leases WHERE id = $1 AND token = $2";
 
 /// Claims up to `$1` due wake-ups for `$2` ms, earliest first.
 pub(crate) const CLAIM_DUE: &str = concat!(
@@ -142,3 +90,12 @@ pub(crate) const CHILDREN: &str = "SELECT id FROM {s}.workflows WHERE parent = $
 
 /// The parent of `$1`.
 pub(crate) const PARENT: &str = "SELECT parent FROM {s}.workflows WHERE id = $1";
+
+/// The whole commit in one call (see the `commit_step` function of migration 2): returns a
+/// status (0 written, 1 stale lease, 2 conflict) and the new version (or the version found).
+pub(crate) const COMMIT: &str = "SELECT o_status, o_version FROM {s}.commit_step(\
+     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
+     $21, $22, $23, $24)";
+
+/// The retention of `$1` (mode `$2`, delay `$3` ms) in one call.
+pub(crate) const RETAIN: &str = "SELECT {s}.retain($1, $2, $3)";

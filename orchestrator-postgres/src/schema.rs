@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this crate writes and reads. A database at a newer version is refused
 /// with [`OpenError::NewerSchema`].
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// The migrations, in order: entry `i` brings the schema from version `i` to `i + 1`. `{s}` is
 /// replaced by the quoted schema name.
@@ -56,6 +56,92 @@ const MIGRATIONS: &[&str] = &[
      );
      CREATE TABLE {s}.archive_workflows (LIKE {s}.workflows);
      CREATE TABLE {s}.archive_journal (LIKE {s}.journal);",
+    // 2: the retention and the commit as functions, so that a commit is one round trip.
+    "CREATE FUNCTION {s}.retain(p_id TEXT, p_mode INTEGER, p_after_ms BIGINT) RETURNS VOID
+     LANGUAGE plpgsql AS $fn$
+     BEGIN
+         IF p_mode = 0 THEN
+             UPDATE {s}.workflows w SET finished_at = COALESCE(w.finished_at, now()) WHERE w.id = p_id;
+         ELSIF p_mode = 1 THEN
+             DELETE FROM {s}.journal j WHERE j.wf = p_id;
+             DELETE FROM {s}.workflows w WHERE w.id = p_id;
+         ELSIF p_mode = 2 THEN
+             UPDATE {s}.workflows w SET finished_at = COALESCE(w.finished_at, now()) WHERE w.id = p_id;
+             WITH gone AS (
+                 DELETE FROM {s}.workflows w
+                 WHERE w.finished_at <= now() - p_after_ms * interval '1 millisecond' RETURNING w.id)
+             DELETE FROM {s}.journal j USING gone WHERE j.wf = gone.id;
+         ELSE
+             INSERT INTO {s}.archive_workflows SELECT * FROM {s}.workflows w WHERE w.id = p_id;
+             INSERT INTO {s}.archive_journal SELECT * FROM {s}.journal j WHERE j.wf = p_id;
+             DELETE FROM {s}.journal j WHERE j.wf = p_id;
+             DELETE FROM {s}.workflows w WHERE w.id = p_id;
+         END IF;
+     END $fn$;
+     CREATE FUNCTION {s}.commit_step(
+         p_id TEXT, p_prev BIGINT, p_token BIGINT, p_record TEXT,
+         p_parent_known BOOLEAN, p_parent TEXT, p_initiator_known BOOLEAN, p_initiator TEXT,
+         p_source TEXT, p_wake_ms BIGINT,
+         p_has_entry BOOLEAN, p_at_ms BIGINT, p_c_source TEXT, p_c_id TEXT, p_consumed TEXT,
+         p_produced TEXT,
+         p_outbox BOOLEAN, p_ob_consumed TEXT, p_ob_ids TEXT[], p_ob_events TEXT[],
+         p_finished BOOLEAN, p_mode INTEGER, p_after_ms BIGINT, p_release BOOLEAN,
+         OUT o_status INTEGER, OUT o_version BIGINT)
+     LANGUAGE plpgsql AS $fn$
+     DECLARE
+         v_version BIGINT;
+     BEGIN
+         IF p_token IS NOT NULL THEN
+             PERFORM 1 FROM {s}.leases l
+             WHERE l.id = p_id AND l.token = p_token AND l.expires_at > now() FOR SHARE;
+             IF NOT FOUND THEN
+                 o_status := 1;
+                 RETURN;
+             END IF;
+         END IF;
+         IF p_prev IS NULL THEN
+             INSERT INTO {s}.workflows AS w (id, record, version, parent, initiator, source, wake_at)
+             VALUES (p_id, p_record::jsonb, 1, p_parent, p_initiator, p_source,
+                     to_timestamp(p_wake_ms / 1000.0))
+             ON CONFLICT (id) DO NOTHING RETURNING w.version INTO v_version;
+         ELSE
+             UPDATE {s}.workflows w SET record = p_record::jsonb, version = p_prev + 1,
+                 parent = CASE WHEN p_parent_known THEN p_parent ELSE w.parent END,
+                 initiator = CASE WHEN p_initiator_known THEN p_initiator ELSE w.initiator END,
+                 source = p_source, wake_at = to_timestamp(p_wake_ms / 1000.0),
+                 claimed_until = NULL, updated_at = now()
+             WHERE w.id = p_id AND w.version = p_prev RETURNING w.version INTO v_version;
+         END IF;
+         IF v_version IS NULL THEN
+             SELECT w.version INTO v_version FROM {s}.workflows w WHERE w.id = p_id;
+             o_status := 2;
+             o_version := v_version;
+             RETURN;
+         END IF;
+         IF p_has_entry THEN
+             INSERT INTO {s}.journal
+                 (wf, version, at_ms, consumed_source, consumed_id, consumed, produced, record)
+             VALUES (p_id, v_version, p_at_ms, p_c_source, p_c_id, p_consumed, p_produced,
+                     p_record::jsonb);
+         END IF;
+         IF p_outbox THEN
+             IF p_ob_consumed IS NOT NULL THEN
+                 DELETE FROM {s}.outbox o WHERE o.event_id = p_ob_consumed;
+             END IF;
+             INSERT INTO {s}.outbox (event_id, event)
+             SELECT t.id, t.ev FROM unnest(p_ob_ids, p_ob_events) WITH ORDINALITY AS t(id, ev, ord)
+             ORDER BY t.ord
+             ON CONFLICT (event_id) DO NOTHING;
+         END IF;
+         IF p_finished THEN
+             PERFORM {s}.retain(p_id, p_mode, p_after_ms);
+         END IF;
+         IF p_release AND p_token IS NOT NULL THEN
+             DELETE FROM {s}.leases l WHERE l.id = p_id AND l.token = p_token;
+         END IF;
+         o_status := 0;
+         o_version := v_version;
+     END $fn$;",
 ];
 
 /// `name` quoted as an SQL identifier.

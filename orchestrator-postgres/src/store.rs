@@ -165,28 +165,14 @@ impl<R> PgStore<R> {
         })
     }
 
-    /// Applies the retention to `id` inside a transaction (see [`Memory::cleanup`]).
-    async fn retain<C: GenericClient>(&self, tx: &C, id: &str) -> Result<(), MemoryError> {
+    /// The retention as the `retain` function takes it: mode and delay in milliseconds.
+    fn retention_mode(&self) -> (i32, i64) {
         match self.retention {
-            Retention::Keep => {
-                self.execute(tx, id, q::MARK_FINISHED, &[&id]).await?;
-            }
-            Retention::Remove => {
-                self.execute(tx, id, q::DELETE_JOURNAL, &[&id]).await?;
-                self.execute(tx, id, q::DELETE_WORKFLOW, &[&id]).await?;
-            }
-            Retention::RemoveAfter(after) => {
-                self.execute(tx, id, q::MARK_FINISHED, &[&id]).await?;
-                self.execute(tx, id, q::SWEEP, &[&ms_i64(after)]).await?;
-            }
-            Retention::Archive => {
-                self.execute(tx, id, q::ARCHIVE_WORKFLOW, &[&id]).await?;
-                self.execute(tx, id, q::ARCHIVE_JOURNAL, &[&id]).await?;
-                self.execute(tx, id, q::DELETE_JOURNAL, &[&id]).await?;
-                self.execute(tx, id, q::DELETE_WORKFLOW, &[&id]).await?;
-            }
+            Retention::Keep => (0, 0),
+            Retention::Remove => (1, 0),
+            Retention::RemoveAfter(after) => (2, ms_i64(after)),
+            Retention::Archive => (3, 0),
         }
-        Ok(())
     }
 
     /// Removes `consumed` from the outbox and adds `produced` in order, inside a transaction.
@@ -336,63 +322,70 @@ where
         };
         let wake_ms = meta.wake_at.map(time_ms);
 
-        let mut client = self.client(id).await?;
-        let tx = client.transaction().await.map_err(|e| backend(id, e))?;
-        if let Some(token) = token
-            && self.query(&tx, id, q::FENCE, &[&id, &token]).await?.is_empty()
-        {
-            return Err(MemoryError::StaleLease { id: id.to_owned(), token: token.unsigned_abs() });
-        }
-        let written = match commit.prev {
-            None => {
-                let params: [&(dyn ToSql + Sync); 6] =
-                    [&id, &record, &parent, &initiator, &meta.source, &wake_ms];
-                self.query(&tx, id, q::INSERT, &params).await?
-            }
-            Some(prev) => {
-                let prev = to_i64(id, "version", prev)?;
-                let params: [&(dyn ToSql + Sync); 9] = [
-                    &id,
-                    &prev,
-                    &record,
-                    &parent_known,
-                    &parent,
-                    &initiator_known,
-                    &initiator,
-                    &meta.source,
-                    &wake_ms,
-                ];
-                self.query(&tx, id, q::UPDATE, &params).await?
-            }
+        let prev = commit.prev.map(|p| to_i64(id, "version", p)).transpose()?;
+        let (has_entry, at, (c_source, c_id), consumed, produced) = match &entry {
+            Some((at, key, consumed, produced)) => (
+                true,
+                *at,
+                key.as_ref().map_or((None, None), |(s, i)| (Some(s.as_str()), Some(i.as_str()))),
+                consumed.as_deref(),
+                produced.as_str(),
+            ),
+            None => (false, 0, (None, None), None, "[]"),
         };
-        let Some(row) = written.first() else {
-            let found = self.query(&tx, id, q::VERSION, &[&id]).await?;
-            let found = found.first().map(|r| to_u64(id, "version", r.get(0))).transpose()?;
-            return Err(MemoryError::Conflict { id: id.to_owned(), expected: commit.prev, found });
+        let (ob_consumed, ob_ids, ob_events) = match &commit.outbox {
+            Some(step) => (
+                step.consumed,
+                step.produced.iter().map(Event::id).collect::<Vec<_>>(),
+                step.produced.iter().map(|e| encode(id, "event", e)).collect::<Result<Vec<_>, _>>()?,
+            ),
+            None => (None, Vec::new(), Vec::new()),
         };
-        let version: i64 = row.get(0);
-        if let Some((at, key, consumed, produced)) = &entry {
-            let (source, event_id) = match key {
-                Some((s, i)) => (Some(s.as_str()), Some(i.as_str())),
-                None => (None, None),
-            };
-            let params: [&(dyn ToSql + Sync); 8] =
-                [&id, &version, at, &source, &event_id, consumed, produced, &record];
-            self.execute(&tx, id, q::JOURNAL, &params).await?;
+        let (mode, after) = self.retention_mode();
+        let params: [&(dyn ToSql + Sync); 24] = [
+            &id,
+            &prev,
+            &token,
+            &record,
+            &parent_known,
+            &parent,
+            &initiator_known,
+            &initiator,
+            &meta.source,
+            &wake_ms,
+            &has_entry,
+            &at,
+            &c_source,
+            &c_id,
+            &consumed,
+            &produced,
+            &commit.outbox.is_some(),
+            &ob_consumed,
+            &ob_ids,
+            &ob_events,
+            &commit.finished,
+            &mode,
+            &after,
+            &commit.release,
+        ];
+        let client = self.client(id).await?;
+        let rows = self.query(&client, id, q::COMMIT, &params).await?;
+        let Some(row) = rows.first() else {
+            return Err(backend(id, PgError::Invalid { what: "commit answer (no row)", value: 0 }));
+        };
+        let status: i32 = row.get(0);
+        let version: Option<i64> = row.get(1);
+        let version = version.map(|v| to_u64(id, "version", v)).transpose()?;
+        match (status, version) {
+            (0, Some(version)) => Ok(version),
+            (1, _) => {
+                Err(MemoryError::StaleLease { id: id.to_owned(), token: commit.lease.map_or(0, |l| l.token) })
+            }
+            (2, found) => Err(MemoryError::Conflict { id: id.to_owned(), expected: commit.prev, found }),
+            (other, _) => {
+                Err(backend(id, PgError::Invalid { what: "commit status", value: i64::from(other) }))
+            }
         }
-        if let Some(step) = &commit.outbox {
-            self.outbox_step(&tx, id, step.consumed, step.produced).await?;
-        }
-        if commit.finished {
-            self.retain(&tx, id).await?;
-        }
-        if commit.release
-            && let Some(token) = token
-        {
-            self.execute(&tx, id, q::RELEASE, &[&id, &token]).await?;
-        }
-        tx.commit().await.map_err(|e| backend(id, e))?;
-        to_u64(id, "version", version)
     }
 
     async fn produced(&self, id: &str, event: EventKey<'_>) -> Result<Option<Vec<Event>>, MemoryError> {
@@ -420,10 +413,10 @@ where
 
     async fn cleanup(&self, id: &str) -> Result<(), MemoryError> {
         check_id(id)?;
-        let mut client = self.client(id).await?;
-        let tx = client.transaction().await.map_err(|e| backend(id, e))?;
-        self.retain(&tx, id).await?;
-        tx.commit().await.map_err(|e| backend(id, e))
+        let (mode, after) = self.retention_mode();
+        let client = self.client(id).await?;
+        self.query(&client, id, q::RETAIN, &[&id, &mode, &after]).await?;
+        Ok(())
     }
 }
 
