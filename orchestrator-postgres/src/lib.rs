@@ -64,4 +64,4 @@ mod store;
 
 pub use error::{OpenError, PgError};
 pub use schema::SCHEMA_VERSION;
-pub use store::{PgConfig, PgStore};
+pub use store::{POOL_TIMEOUT, PgConfig, PgStore};

@@ -4,7 +4,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use orchestrator::event::Event;
 use orchestrator::memory::{
     Acquired, Commit, EventKey, Journal, JournalRecord, Lease, Materialized, Memory, MemoryError, NodeId,
@@ -19,6 +19,10 @@ use tokio_postgres::types::ToSql;
 use crate::error::{OpenError, PgError, backend};
 use crate::queries as q;
 use crate::schema::{migrate, quote_ident};
+
+/// How long a caller waits for a pooled connection, or for a new connection to be made, before
+/// a transient [`MemoryError::Backend`].
+pub const POOL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How to open a [`PgStore`].
 #[derive(Debug, Clone)]
@@ -109,6 +113,9 @@ impl<R> PgStore<R> {
             Manager::from_config(pg, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(config.pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(POOL_TIMEOUT))
+            .create_timeout(Some(POOL_TIMEOUT))
             .build()
             .map_err(|e| OpenError::Pool(e.to_string()))?;
         {
