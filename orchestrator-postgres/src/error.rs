@@ -12,7 +12,7 @@ pub enum OpenError {
     /// The connection pool could not be built or gave no connection.
     #[error("PostgreSQL connection pool failed: {0}")]
     Pool(String),
-    /// Creating or migrating the schema failed.
+    /// Creating or migrating the schema, or freeing this node's previous leases, failed.
     #[error("PostgreSQL migration failed: {0}")]
     Migration(#[source] tokio_postgres::Error),
     /// The database was written by a newer version of this crate.

@@ -99,3 +99,6 @@ pub(crate) const COMMIT: &str = "SELECT o_status, o_version FROM {s}.commit_step
 
 /// The retention of `$1` (mode `$2`, delay `$3` ms) in one call.
 pub(crate) const RETAIN: &str = "SELECT {s}.retain($1, $2, $3)";
+
+/// Frees every lease of node `$1` (its previous run).
+pub(crate) const RELEASE_NODE: &str = "DELETE FROM {s}.leases WHERE owner = $1";

@@ -37,7 +37,9 @@ pub struct PgConfig {
     pub retention: Retention,
     /// The most connections the pool opens.
     pub pool_size: usize,
-    /// This node's identity, recorded with each lease it holds.
+    /// This node's identity, recorded with each lease it holds. It must name one live process at
+    /// a time: opening frees every lease held under it (what a previous run of this node left
+    /// when it stopped or crashed), so that its workflows need not wait for the leases to lapse.
     pub node: NodeId,
 }
 
@@ -122,6 +124,8 @@ impl<R> PgStore<R> {
             let mut client = pool.get().await.map_err(|e| OpenError::Pool(e.to_string()))?;
             let client: &mut tokio_postgres::Client = &mut client;
             migrate(client, &config.schema).await?;
+            let release = q::RELEASE_NODE.replace("{s}", &quote_ident(&config.schema));
+            client.execute(&release, &[&config.node.as_str()]).await.map_err(OpenError::Migration)?;
         }
         Ok(Self {
             pool,
