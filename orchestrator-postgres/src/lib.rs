@@ -38,6 +38,16 @@
 //!   ([`MemoryError::is_transient`](orchestrator::memory::MemoryError::is_transient)); a record
 //!   that cannot be decoded or a violated constraint is permanent.
 //!
+//! # Limits
+//!
+//! * Outbox positions come from a sequence, taken when a transaction inserts: two commits running
+//!   at once may become visible in the other order, so a reader paging with
+//!   [`Outbox::pending`](orchestrator::outbox::Outbox::pending) while others write can pass over
+//!   an event that shows up later below its position. Read the whole outbox at start-up (as
+//!   [`orchestrator::outbox::redeliver`] does, with no other writer) rather than tail it.
+//! * A `lock` or `acquire` that meets a commit of the same workflow in flight waits for that
+//!   transaction (the commit holds the lease row); it never waits for a lease.
+//!
 //! Records are JSONB (so a record whose JSON holds the character U+0000 cannot be stored:
 //! PostgreSQL refuses it); events (consumed, produced, outbox) are kept as JSON text, exactly as
 //! serialized. Every value travels as a bound parameter.
