@@ -45,6 +45,8 @@
 //!   [`Outbox::pending`](orchestrator::outbox::Outbox::pending) while others write can pass over
 //!   an event that shows up later below its position. Read the whole outbox at start-up (as
 //!   [`orchestrator::outbox::redeliver`] does, with no other writer) rather than tail it.
+//! * Workflow ids, event ids and sources are b-tree keys: an incompressible one longer than
+//!   about 2.7 kB is refused by PostgreSQL (`54000`, a permanent error; nothing is written).
 //! * A `lock` or `acquire` that meets a commit of the same workflow in flight waits for that
 //!   transaction (the commit holds the lease row); it never waits for a lease.
 //!

@@ -1,4 +1,5 @@
-//! Hostile ids, sources and records round-trip: every value is a bound parameter.
+//! Hostile ids, sources and records round-trip: every value is a bound parameter. An id too
+//! large for the index is refused with a permanent error.
 
 mod common;
 
@@ -6,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use orchestrator::event::Event;
 use orchestrator::memory::{
-    Commit, EventKey, Journal, JournalEntry, Memory, MemoryExt, Retention, WriteMeta,
+    Commit, EventKey, Journal, JournalEntry, Memory, MemoryError, MemoryExt, Retention, WriteMeta,
 };
 use orchestrator_postgres::PgStore;
 
@@ -76,6 +77,19 @@ async fn hostile_values_round_trip() {
             .await
             .expect("cas");
     }
+    // 10 kB of incompressible text: fine as a record, too large for an id (PostgreSQL's b-tree
+    // index rows hold at most about 2.7 kB): refused with a permanent error, nothing written.
+    let random: String = (0..10_000).map(|_| fastrand::alphanumeric()).collect();
+    let meta = WriteMeta::new("big-record", "test");
+    store.write("big-record", &random, None, None, &meta).await.expect("a 10 kB record");
+    assert_eq!(store.read("big-record").await.expect("read").map(|s| s.record), Some(random.clone()));
+    match store.write(&random, &"x".to_owned(), None, None, &WriteMeta::new(&random, "test")).await {
+        Err(e @ MemoryError::Backend { .. }) => {
+            assert!(!e.is_transient(), "an oversized id is permanent: {e}")
+        }
+        other => panic!("a 10 kB incompressible id must be refused, got {other:?}"),
+    }
+    assert!(store.read(&random).await.expect("read").is_none());
     // The tables are still there.
     assert!(store.read("'; DROP TABLE workflows; ---0").await.expect("read").is_some());
     drop_schema(&url, &schema).await;
