@@ -25,6 +25,10 @@
 //!   retention of a finished workflow and releases the lease. An error anywhere rolls it all
 //!   back. Statements are prepared once per pooled connection (the first use of a statement on
 //!   a connection costs one more round trip).
+//! * **Outbox**: an `outbox` table with a `BIGSERIAL` position; an outbox step (inside a commit,
+//!   or alone through [`Outbox::advance`](orchestrator::outbox::Outbox::advance), one call of the
+//!   `outbox_step` function) removes the consumed event and adds the produced ones in order,
+//!   skipping ids already present.
 //! * **Retention**: [`Retention::Keep`](orchestrator::memory::Retention::Keep) marks the
 //!   workflow finished; `Remove` deletes it and its journal; `RemoveAfter(d)` marks it and
 //!   sweeps the workflows finished more than `d` ago (on each finishing commit and each cleanup,

@@ -55,14 +55,6 @@ pub(crate) const UNLOCK: &str =
 pub(crate) const PRODUCED: &str = "SELECT produced FROM {s}.journal \
      WHERE wf = $1 AND consumed_source = $2 AND consumed_id = $3 ORDER BY version LIMIT 1";
 
-/// Removes event `$1` from the outbox.
-pub(crate) const OUTBOX_REMOVE: &str = "DELETE FROM {s}.outbox WHERE event_id = $1";
-
-/// Adds events (ids `$1`, JSON `$2`) to the outbox in order, skipping ids present.
-pub(crate) const OUTBOX_ADD: &str = "INSERT INTO {s}.outbox (event_id, event) \
-     SELECT id, ev FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t(id, ev, ord) ORDER BY ord \
-     ON CONFLICT (event_id) DO NOTHING";
-
 /// Up to `$2` outbox events after position `$1`.
 pub(crate) const OUTBOX_PENDING: &str =
     "SELECT seq, event FROM {s}.outbox WHERE seq > $1 ORDER BY seq LIMIT $2";
@@ -102,3 +94,7 @@ pub(crate) const RETAIN: &str = "SELECT {s}.retain($1, $2, $3)";
 
 /// Frees every lease of node `$1` (its previous run).
 pub(crate) const RELEASE_NODE: &str = "DELETE FROM {s}.leases WHERE owner = $1";
+
+/// An outbox step in one call: removes event `$1` (if not null), adds events (ids `$2`, JSON
+/// `$3`) in order, skipping ids present.
+pub(crate) const OUTBOX_STEP: &str = "SELECT {s}.outbox_step($1, $2, $3)";

@@ -56,7 +56,8 @@ const MIGRATIONS: &[&str] = &[
      );
      CREATE TABLE {s}.archive_workflows (LIKE {s}.workflows);
      CREATE TABLE {s}.archive_journal (LIKE {s}.journal);",
-    // 2: the retention and the commit as functions, so that a commit is one round trip.
+    // 2: the retention, the outbox step and the commit as functions, so that a commit (and an
+    // outbox step alone) is one round trip.
     "CREATE FUNCTION {s}.retain(p_id TEXT, p_mode INTEGER, p_after_ms BIGINT) RETURNS VOID
      LANGUAGE plpgsql AS $fn$
      BEGIN
@@ -77,6 +78,17 @@ const MIGRATIONS: &[&str] = &[
              DELETE FROM {s}.journal j WHERE j.wf = p_id;
              DELETE FROM {s}.workflows w WHERE w.id = p_id;
          END IF;
+     END $fn$;
+     CREATE FUNCTION {s}.outbox_step(p_consumed TEXT, p_ids TEXT[], p_events TEXT[]) RETURNS VOID
+     LANGUAGE plpgsql AS $fn$
+     BEGIN
+         IF p_consumed IS NOT NULL THEN
+             DELETE FROM {s}.outbox o WHERE o.event_id = p_consumed;
+         END IF;
+         INSERT INTO {s}.outbox (event_id, event)
+         SELECT t.id, t.ev FROM unnest(p_ids, p_events) WITH ORDINALITY AS t(id, ev, ord)
+         ORDER BY t.ord
+         ON CONFLICT (event_id) DO NOTHING;
      END $fn$;
      CREATE FUNCTION {s}.commit_step(
          p_id TEXT, p_prev BIGINT, p_token BIGINT, p_record TEXT,
@@ -125,13 +137,7 @@ const MIGRATIONS: &[&str] = &[
                      p_record::jsonb);
          END IF;
          IF p_outbox THEN
-             IF p_ob_consumed IS NOT NULL THEN
-                 DELETE FROM {s}.outbox o WHERE o.event_id = p_ob_consumed;
-             END IF;
-             INSERT INTO {s}.outbox (event_id, event)
-             SELECT t.id, t.ev FROM unnest(p_ob_ids, p_ob_events) WITH ORDINALITY AS t(id, ev, ord)
-             ORDER BY t.ord
-             ON CONFLICT (event_id) DO NOTHING;
+             PERFORM {s}.outbox_step(p_ob_consumed, p_ob_ids, p_ob_events);
          END IF;
          IF p_finished THEN
              PERFORM {s}.retain(p_id, p_mode, p_after_ms);

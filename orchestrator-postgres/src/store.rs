@@ -157,17 +157,6 @@ impl<R> PgStore<R> {
         client.query(&statement, params).await.map_err(|e| backend(id, e))
     }
 
-    async fn execute<C: GenericClient>(
-        &self,
-        client: &C,
-        id: &str,
-        template: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64, MemoryError> {
-        let statement = client.prepare_cached(&self.sql(template)).await.map_err(|e| backend(id, e))?;
-        client.execute(&statement, params).await.map_err(|e| backend(id, e))
-    }
-
     fn lease_of(&self, id: &str, token: i64, expires_ms: i64) -> Result<Lease, MemoryError> {
         Ok(Lease {
             id: id.to_owned(),
@@ -184,25 +173,6 @@ impl<R> PgStore<R> {
             Retention::RemoveAfter(after) => (2, ms_i64(after)),
             Retention::Archive => (3, 0),
         }
-    }
-
-    /// Removes `consumed` from the outbox and adds `produced` in order, inside a transaction.
-    async fn outbox_step<C: GenericClient>(
-        &self,
-        tx: &C,
-        id: &str,
-        consumed: Option<&str>,
-        produced: &[Event],
-    ) -> Result<(), MemoryError> {
-        if let Some(consumed) = consumed {
-            self.execute(tx, id, q::OUTBOX_REMOVE, &[&consumed]).await?;
-        }
-        if !produced.is_empty() {
-            let ids: Vec<&str> = produced.iter().map(Event::id).collect();
-            let events = produced.iter().map(|e| encode(id, "event", e)).collect::<Result<Vec<_>, _>>()?;
-            self.execute(tx, id, q::OUTBOX_ADD, &[&ids, &events]).await?;
-        }
-        Ok(())
     }
 }
 
@@ -474,10 +444,11 @@ where
 
 impl<R: Send + Sync> Outbox for PgStore<R> {
     async fn advance(&self, consumed: Option<&str>, produced: &[Event]) -> Result<(), MemoryError> {
-        let mut client = self.client("").await?;
-        let tx = client.transaction().await.map_err(|e| backend("", e))?;
-        self.outbox_step(&tx, "", consumed, produced).await?;
-        tx.commit().await.map_err(|e| backend("", e))
+        let ids: Vec<&str> = produced.iter().map(Event::id).collect();
+        let events = produced.iter().map(|e| encode("", "event", e)).collect::<Result<Vec<_>, _>>()?;
+        let client = self.client("").await?;
+        self.query(&client, "", q::OUTBOX_STEP, &[&consumed, &ids, &events]).await?;
+        Ok(())
     }
 
     async fn pending(&self, after: u64, limit: usize) -> Result<Vec<Pending>, MemoryError> {

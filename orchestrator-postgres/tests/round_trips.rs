@@ -1,4 +1,4 @@
-//! `acquire` and `commit` are one round trip each: a proxy between the store and the server
+//! `acquire`, `commit` and `Outbox::advance` are one round trip each: a proxy between the store and the server
 //! counts the client's `Sync` and `Query` messages (each ends one round trip).
 
 mod common;
@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use orchestrator::event::Event;
 use orchestrator::memory::{Commit, EventKey, JournalEntry, Memory, Retention, WriteMeta};
+use orchestrator::outbox::Outbox;
 use orchestrator_postgres::PgStore;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -126,6 +127,11 @@ async fn acquire_and_commit_are_one_round_trip_each() {
         assert_eq!(acquire, 1, "acquire (step {n}) is one round trip");
         assert_eq!(commit, 1, "commit (step {n}) is one round trip");
     }
+    let events = [event("com.round.suite", "o-1"), event("com.round.suite", "o-2")];
+    store.advance(None, &events).await.expect("warm the outbox statement");
+    let before = count.load(Ordering::SeqCst);
+    store.advance(Some("o-1"), &[event("com.round.suite", "o-3")]).await.expect("advance");
+    assert_eq!(count.load(Ordering::SeqCst) - before, 1, "an outbox step is one round trip");
     drop(store);
     drop_schema(&url, &schema).await;
 }
