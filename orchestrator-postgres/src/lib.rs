@@ -34,6 +34,8 @@
 //!   sweeps the workflows finished more than `d` ago (on each finishing commit and each cleanup,
 //!   through the `retain` function);
 //!   `Archive` moves the record and the journal to `archive_workflows` and `archive_journal`.
+//! * **Housekeeping**: [`PgStore::sweep`] deletes lapsed leases (tokens come from a sequence, so
+//!   fencing holds) and the workflows past their `RemoveAfter` delay; run it now and then.
 //! * **Versioned schema**: every table lives in [`PgConfig::schema`] (created if missing); the
 //!   migrations are applied on open under an advisory lock, and a database from a newer version
 //!   is refused with [`OpenError::NewerSchema`].

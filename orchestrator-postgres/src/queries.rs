@@ -98,3 +98,13 @@ pub(crate) const RELEASE_NODE: &str = "DELETE FROM {s}.leases WHERE owner = $1";
 /// An outbox step in one call: removes event `$1` (if not null), adds events (ids `$2`, JSON
 /// `$3`) in order, skipping ids present.
 pub(crate) const OUTBOX_STEP: &str = "SELECT {s}.outbox_step($1, $2, $3)";
+
+/// Deletes the lapsed leases; returns how many (tokens come from a sequence, so none is ever given again).
+pub(crate) const REAP_LEASES: &str =
+    "WITH gone AS (DELETE FROM {s}.leases WHERE expires_at <= now() RETURNING 1) SELECT count(*) FROM gone";
+
+/// Deletes the workflows finished more than `$1` ms ago, with their journals; returns how many.
+pub(crate) const SWEEP: &str = "WITH gone AS (DELETE FROM {s}.workflows \
+       WHERE finished_at <= now() - $1::bigint * interval '1 millisecond' RETURNING id), \
+     journal AS (DELETE FROM {s}.journal j USING gone WHERE j.wf = gone.id) \
+     SELECT count(*) FROM gone";

@@ -165,6 +165,24 @@ impl<R> PgStore<R> {
         })
     }
 
+    /// The periodic housekeeping a sweeper runs (any node, any time; several at once are
+    /// harmless): deletes the lapsed leases and, with [`Retention::RemoveAfter`], the workflows
+    /// whose delay has passed (which finishing commits and cleanups also do). Returns how many
+    /// leases and workflows it deleted.
+    pub async fn sweep(&self) -> Result<(u64, u64), MemoryError> {
+        let client = self.client("").await?;
+        let rows = self.query(&client, "", q::REAP_LEASES, &[]).await?;
+        let leases = rows.first().map_or(Ok(0), |row| to_u64("", "count", row.get(0)))?;
+        let removed = match self.retention {
+            Retention::RemoveAfter(after) => {
+                let rows = self.query(&client, "", q::SWEEP, &[&ms_i64(after)]).await?;
+                rows.first().map_or(Ok(0), |row| to_u64("", "count", row.get(0)))?
+            }
+            Retention::Keep | Retention::Remove | Retention::Archive => 0,
+        };
+        Ok((leases, removed))
+    }
+
     /// The retention as the `retain` function takes it: mode and delay in milliseconds.
     fn retention_mode(&self) -> (i32, i64) {
         match self.retention {
