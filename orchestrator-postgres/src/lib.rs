@@ -1,0 +1,85 @@
+//! Durable workflow memory for the orchestrator on PostgreSQL, shared by several nodes.
+//!
+//! [`PgStore`] implements [`Memory`](orchestrator::memory::Memory) (compare-and-swap records,
+//! single-shot leases with fencing tokens, renewal, the wake-up index with claims, idempotent
+//! redelivery keyed by the event's `(source, id)`, retention),
+//! [`Journal`](orchestrator::memory::Journal) and [`Outbox`](orchestrator::outbox::Outbox).
+//!
+//! # Design
+//!
+//! * **One row per workflow** in `workflows`: the record as JSONB, its version (compare-and-swap:
+//!   `UPDATE … WHERE id = $1 AND version = $2`; a creation is an `INSERT … ON CONFLICT DO
+//!   NOTHING`), the next wake-up (`wake_at`, indexed) and its claim, the parent, the initiator,
+//!   the writing source, `finished_at` and timestamps.
+//! * **Leases are rows** (`leases(id, owner, token, expires_at)`) judged by the database's clock
+//!   (`now()`), so that nodes whose clocks differ agree; tokens come from a sequence and only
+//!   grow; a renewal extends from `now()`; releasing a lapsed or superseded lease is not an
+//!   error.
+//! * **`acquire` is one statement** (one round trip): a CTE takes the lease when asked, and the
+//!   same statement reads the record and the journal's answer for the event.
+//! * **`commit` is one call** (one round trip, one transaction): the `commit_step` function
+//!   (schema migration 2, PL/pgSQL) checks the fencing token (`SELECT … FOR SHARE`, which also
+//!   keeps the lease from being superseded until the commit ends), compare-and-swaps the record,
+//!   appends the journal row (the journal's positions are the record versions, unique per
+//!   workflow), sets the wake-up (a write ends any claim), takes the outbox step, applies the
+//!   retention of a finished workflow and releases the lease. An error anywhere rolls it all
+//!   back. Statements are prepared once per pooled connection (the first use of a statement on
+//!   a connection costs one more round trip).
+//! * **Outbox**: an `outbox` table with a `BIGSERIAL` position; an outbox step (inside a commit,
+//!   or alone through [`Outbox::advance`](orchestrator::outbox::Outbox::advance), one call of the
+//!   `outbox_step` function) removes the consumed event and adds the produced ones in order,
+//!   skipping ids already present.
+//! * **Retention**: [`Retention::Keep`](orchestrator::memory::Retention::Keep) marks the
+//!   workflow finished; `Remove` deletes it and its journal; `RemoveAfter(d)` marks it and
+//!   sweeps the workflows finished more than `d` ago (on each finishing commit and each cleanup,
+//!   through the `retain` function);
+//!   `Archive` moves the record and the journal to `archive_workflows` and `archive_journal`.
+//! * **Housekeeping**: [`PgStore::sweep`] deletes lapsed leases (tokens come from a sequence, so
+//!   fencing holds) and the workflows past their `RemoveAfter` delay; run it now and then.
+//! * **Versioned schema**: every table lives in [`PgConfig::schema`] (created if missing); the
+//!   migrations are applied on open under an advisory lock, and a database from a newer version
+//!   is refused with [`OpenError::NewerSchema`].
+//! * **Errors**: connection failures, serialization failures (`40001`), deadlocks (`40P01`),
+//!   shutdowns (`57P01`…) and pool failures are transient
+//!   ([`MemoryError::is_transient`](orchestrator::memory::MemoryError::is_transient)); a record
+//!   that cannot be decoded or a violated constraint is permanent.
+//!
+//! # Limits
+//!
+//! * Outbox positions come from a sequence, taken when a transaction inserts: two commits running
+//!   at once may become visible in the other order, so a reader paging with
+//!   [`Outbox::pending`](orchestrator::outbox::Outbox::pending) while others write can pass over
+//!   an event that shows up later below its position. Read the whole outbox at start-up (as
+//!   [`orchestrator::outbox::redeliver`] does, with no other writer) rather than tail it.
+//! * Workflow ids, event ids and sources are b-tree keys: an incompressible one longer than
+//!   about 2.7 kB is refused by PostgreSQL (`54000`, a permanent error; nothing is written).
+//! * A `lock` or `acquire` that meets a commit of the same workflow in flight waits for that
+//!   transaction (the commit holds the lease row); it never waits for a lease.
+//!
+//! Records are JSONB (so a record whose JSON holds the character U+0000 cannot be stored:
+//! PostgreSQL refuses it); events (consumed, produced, outbox) are kept as JSON text, exactly as
+//! serialized. Every value travels as a bound parameter.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use orchestrator::memory::{Memory, MemoryExt, WriteMeta};
+//! use orchestrator_postgres::{PgConfig, PgStore};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let store: PgStore<String> =
+//!     PgStore::open(PgConfig::new("postgres://postgres@127.0.0.1:5432/test")).await?;
+//! let version = store.write("wf-1", &"state".to_owned(), None, None, &WriteMeta::new("wf-1", "me")).await?;
+//! assert_eq!(store.read("wf-1").await?.map(|s| s.version), Some(version));
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+mod queries;
+mod schema;
+mod store;
+
+pub use error::{OpenError, PgError};
+pub use schema::SCHEMA_VERSION;
+pub use store::{POOL_TIMEOUT, PgConfig, PgStore};

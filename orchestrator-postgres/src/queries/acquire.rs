@@ -1,0 +1,19 @@
+//! The `ACQUIRE` statement.
+
+/// `acquire` in one statement: the lease (when `$4`), the record of `$1` and the journal's answer
+/// for the event `($5, $6)`.
+pub(crate) const ACQUIRE: &str = concat!(
+    "WITH l AS (\
+       INSERT INTO {s}.leases AS l (id, owner, token, expires_at) \
+       SELECT $1, $2, nextval('{s}.lease_tokens'), now() + $3::bigint * interval '1 millisecond' \
+       WHERE $4::boolean \
+       ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token, \
+       expires_at = EXCLUDED.expires_at WHERE l.expires_at <= now() \
+       RETURNING token, ",
+    ms!("expires_at"),
+    " AS expires_ms) \
+     SELECT (SELECT token FROM l), (SELECT expires_ms FROM l), w.record::text, w.version, \
+       (SELECT j.produced FROM {s}.journal j WHERE j.wf = $1 AND j.consumed_source = $5 \
+        AND j.consumed_id = $6 ORDER BY j.version LIMIT 1) \
+     FROM (SELECT 1) AS one LEFT JOIN {s}.workflows w ON w.id = $1"
+);

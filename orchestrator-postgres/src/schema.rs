@@ -1,0 +1,192 @@
+//! The versioned schema: migrations applied on open, inside the configured PostgreSQL schema.
+
+use tokio_postgres::Client;
+
+use crate::error::OpenError;
+
+/// The schema version this crate writes and reads. A database at a newer version is refused
+/// with [`OpenError::NewerSchema`].
+pub const SCHEMA_VERSION: i32 = 2;
+
+/// The migrations, in order: entry `i` brings the schema from version `i` to `i + 1`. `{s}` is
+/// replaced by the quoted schema name.
+const MIGRATIONS: &[&str] = &[
+    // 1: workflows, leases, journal, outbox, archive.
+    "CREATE SEQUENCE {s}.lease_tokens;
+     CREATE TABLE {s}.workflows (
+         id TEXT PRIMARY KEY,
+         seq BIGSERIAL NOT NULL,
+         record JSONB NOT NULL,
+         version BIGINT NOT NULL,
+         parent TEXT,
+         initiator TEXT,
+         source TEXT NOT NULL,
+         wake_at TIMESTAMPTZ,
+         claimed_until TIMESTAMPTZ,
+         finished_at TIMESTAMPTZ,
+         created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+         updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+     );
+     CREATE INDEX workflows_wake_at ON {s}.workflows (wake_at) WHERE wake_at IS NOT NULL;
+     CREATE INDEX workflows_parent ON {s}.workflows (parent, seq) WHERE parent IS NOT NULL;
+     CREATE INDEX workflows_finished_at ON {s}.workflows (finished_at) WHERE finished_at IS NOT NULL;
+     CREATE TABLE {s}.leases (
+         id TEXT PRIMARY KEY,
+         owner TEXT NOT NULL,
+         token BIGINT NOT NULL,
+         expires_at TIMESTAMPTZ NOT NULL
+     );
+     CREATE TABLE {s}.journal (
+         wf TEXT NOT NULL,
+         version BIGINT NOT NULL,
+         at_ms BIGINT NOT NULL,
+         consumed_source TEXT,
+         consumed_id TEXT,
+         consumed TEXT,
+         produced TEXT NOT NULL,
+         record JSONB NOT NULL,
+         PRIMARY KEY (wf, version)
+     );
+     CREATE INDEX journal_consumed ON {s}.journal (wf, consumed_source, consumed_id)
+         WHERE consumed_id IS NOT NULL;
+     CREATE TABLE {s}.outbox (
+         seq BIGSERIAL PRIMARY KEY,
+         event_id TEXT NOT NULL UNIQUE,
+         event TEXT NOT NULL
+     );
+     CREATE TABLE {s}.archive_workflows (LIKE {s}.workflows);
+     CREATE TABLE {s}.archive_journal (LIKE {s}.journal);",
+    // 2: the retention, the outbox step and the commit as functions, so that a commit (and an
+    // outbox step alone) is one round trip.
+    "CREATE FUNCTION {s}.retain(p_id TEXT, p_mode INTEGER, p_after_ms BIGINT) RETURNS VOID
+     LANGUAGE plpgsql AS $fn$
+     BEGIN
+         IF p_mode = 0 THEN
+             UPDATE {s}.workflows w SET finished_at = COALESCE(w.finished_at, now()) WHERE w.id = p_id;
+         ELSIF p_mode = 1 THEN
+             DELETE FROM {s}.journal j WHERE j.wf = p_id;
+             DELETE FROM {s}.workflows w WHERE w.id = p_id;
+         ELSIF p_mode = 2 THEN
+             UPDATE {s}.workflows w SET finished_at = COALESCE(w.finished_at, now()) WHERE w.id = p_id;
+             WITH gone AS (
+                 DELETE FROM {s}.workflows w
+                 WHERE w.finished_at <= now() - p_after_ms * interval '1 millisecond' RETURNING w.id)
+             DELETE FROM {s}.journal j USING gone WHERE j.wf = gone.id;
+         ELSE
+             INSERT INTO {s}.archive_workflows SELECT * FROM {s}.workflows w WHERE w.id = p_id;
+             INSERT INTO {s}.archive_journal SELECT * FROM {s}.journal j WHERE j.wf = p_id;
+             DELETE FROM {s}.journal j WHERE j.wf = p_id;
+             DELETE FROM {s}.workflows w WHERE w.id = p_id;
+         END IF;
+     END $fn$;
+     CREATE FUNCTION {s}.outbox_step(p_consumed TEXT, p_ids TEXT[], p_events TEXT[]) RETURNS VOID
+     LANGUAGE plpgsql AS $fn$
+     BEGIN
+         IF p_consumed IS NOT NULL THEN
+             DELETE FROM {s}.outbox o WHERE o.event_id = p_consumed;
+         END IF;
+         INSERT INTO {s}.outbox (event_id, event)
+         SELECT t.id, t.ev FROM unnest(p_ids, p_events) WITH ORDINALITY AS t(id, ev, ord)
+         ORDER BY t.ord
+         ON CONFLICT (event_id) DO NOTHING;
+     END $fn$;
+     CREATE FUNCTION {s}.commit_step(
+         p_id TEXT, p_prev BIGINT, p_token BIGINT, p_record TEXT,
+         p_parent_known BOOLEAN, p_parent TEXT, p_initiator_known BOOLEAN, p_initiator TEXT,
+         p_source TEXT, p_wake_ms BIGINT,
+         p_has_entry BOOLEAN, p_at_ms BIGINT, p_c_source TEXT, p_c_id TEXT, p_consumed TEXT,
+         p_produced TEXT,
+         p_outbox BOOLEAN, p_ob_consumed TEXT, p_ob_ids TEXT[], p_ob_events TEXT[],
+         p_finished BOOLEAN, p_mode INTEGER, p_after_ms BIGINT, p_release BOOLEAN,
+         OUT o_status INTEGER, OUT o_version BIGINT)
+     LANGUAGE plpgsql AS $fn$
+     DECLARE
+         v_version BIGINT;
+     BEGIN
+         IF p_token IS NOT NULL THEN
+             PERFORM 1 FROM {s}.leases l
+             WHERE l.id = p_id AND l.token = p_token AND l.expires_at > now() FOR SHARE;
+             IF NOT FOUND THEN
+                 o_status := 1;
+                 RETURN;
+             END IF;
+         END IF;
+         IF p_prev IS NULL THEN
+             INSERT INTO {s}.workflows AS w (id, record, version, parent, initiator, source, wake_at)
+             VALUES (p_id, p_record::jsonb, 1, p_parent, p_initiator, p_source,
+                     to_timestamp(p_wake_ms / 1000.0))
+             ON CONFLICT (id) DO NOTHING RETURNING w.version INTO v_version;
+         ELSE
+             UPDATE {s}.workflows w SET record = p_record::jsonb, version = p_prev + 1,
+                 parent = CASE WHEN p_parent_known THEN p_parent ELSE w.parent END,
+                 initiator = CASE WHEN p_initiator_known THEN p_initiator ELSE w.initiator END,
+                 source = p_source, wake_at = to_timestamp(p_wake_ms / 1000.0),
+                 claimed_until = NULL, updated_at = now()
+             WHERE w.id = p_id AND w.version = p_prev RETURNING w.version INTO v_version;
+         END IF;
+         IF v_version IS NULL THEN
+             SELECT w.version INTO v_version FROM {s}.workflows w WHERE w.id = p_id;
+             o_status := 2;
+             o_version := v_version;
+             RETURN;
+         END IF;
+         IF p_has_entry THEN
+             INSERT INTO {s}.journal
+                 (wf, version, at_ms, consumed_source, consumed_id, consumed, produced, record)
+             VALUES (p_id, v_version, p_at_ms, p_c_source, p_c_id, p_consumed, p_produced,
+                     p_record::jsonb);
+         END IF;
+         IF p_outbox THEN
+             PERFORM {s}.outbox_step(p_ob_consumed, p_ob_ids, p_ob_events);
+         END IF;
+         IF p_finished THEN
+             PERFORM {s}.retain(p_id, p_mode, p_after_ms);
+         END IF;
+         IF p_release AND p_token IS NOT NULL THEN
+             DELETE FROM {s}.leases l WHERE l.id = p_id AND l.token = p_token;
+         END IF;
+         o_status := 0;
+         o_version := v_version;
+     END $fn$;",
+];
+
+/// `name` quoted as an SQL identifier.
+pub(crate) fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Creates the schema if missing and applies the migrations it lacks, under an advisory lock
+/// (several processes may open the same database at once).
+pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<(), OpenError> {
+    let s = quote_ident(schema);
+    let tx = client.transaction().await.map_err(OpenError::Migration)?;
+    tx.execute("SELECT pg_advisory_xact_lock(hashtext('orchestrator-postgres:' || $1::text))", &[&schema])
+        .await
+        .map_err(OpenError::Migration)?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {s};
+         CREATE TABLE IF NOT EXISTS {s}.schema_version (version INTEGER NOT NULL);"
+    ))
+    .await
+    .map_err(OpenError::Migration)?;
+    let row = tx
+        .query_one(&format!("SELECT COALESCE(max(version), 0) FROM {s}.schema_version"), &[])
+        .await
+        .map_err(OpenError::Migration)?;
+    let found: i32 = row.get(0);
+    if found > SCHEMA_VERSION {
+        return Err(OpenError::NewerSchema { found, supported: SCHEMA_VERSION });
+    }
+    let start = usize::try_from(found).unwrap_or(0);
+    for migration in MIGRATIONS.iter().skip(start) {
+        tx.batch_execute(&migration.replace("{s}", &s)).await.map_err(OpenError::Migration)?;
+    }
+    if found < SCHEMA_VERSION {
+        tx.batch_execute(&format!(
+            "DELETE FROM {s}.schema_version; INSERT INTO {s}.schema_version (version) VALUES ({SCHEMA_VERSION});"
+        ))
+        .await
+        .map_err(OpenError::Migration)?;
+    }
+    tx.commit().await.map_err(OpenError::Migration)
+}

@@ -1,0 +1,484 @@
+//! [`PgStore`]: the [`Memory`], [`Journal`] and [`Outbox`] implementations.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use orchestrator::event::Event;
+use orchestrator::memory::{
+    Acquired, Commit, EventKey, Journal, JournalRecord, Lease, Materialized, Memory, MemoryError, NodeId,
+    Retention, Stored, Wake, check_id, from_unix_ms, unix_ms,
+};
+use orchestrator::outbox::{Outbox, Pending};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio_postgres::NoTls;
+use tokio_postgres::types::ToSql;
+
+use crate::error::{OpenError, PgError, backend};
+use crate::queries as q;
+use crate::schema::{migrate, quote_ident};
+
+/// How long a caller waits for a pooled connection, or for a new connection to be made, before
+/// a transient [`MemoryError::Backend`].
+pub const POOL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How to open a [`PgStore`].
+#[derive(Debug, Clone)]
+pub struct PgConfig {
+    /// The connection URL (`postgres://user:password@host:port/database`).
+    pub url: String,
+    /// The PostgreSQL schema that holds every table (created if missing).
+    pub schema: String,
+    /// How long a lease lasts unless renewed (judged by the database's clock).
+    pub lease_ttl: Duration,
+    /// What happens to finished workflows.
+    pub retention: Retention,
+    /// The most connections the pool opens.
+    pub pool_size: usize,
+    /// This node's identity, recorded with each lease it holds. It must name one live process at
+    /// a time: opening frees every lease held under it (what a previous run of this node left
+    /// when it stopped or crashed), so that its workflows need not wait for the leases to lapse.
+    pub node: NodeId,
+}
+
+impl PgConfig {
+    /// A configuration for `url` with the defaults: schema `orchestrator`, leases of 30 s,
+    /// [`Retention::Keep`], 8 connections and a generated node id.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            schema: "orchestrator".to_owned(),
+            lease_ttl: Duration::from_secs(30),
+            retention: Retention::Keep,
+            pool_size: 8,
+            node: NodeId::generate(),
+        }
+    }
+}
+
+/// A workflow store on PostgreSQL (see the [crate documentation](crate)). `R` is the record
+/// type, stored as JSONB.
+pub struct PgStore<R> {
+    pool: Pool,
+    /// The quoted schema name.
+    schema: Arc<str>,
+    lease_ttl: Duration,
+    retention: Retention,
+    node: NodeId,
+    _record: PhantomData<fn() -> R>,
+}
+
+impl<R> std::fmt::Debug for PgStore<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("schema", &self.schema)
+            .field("lease_ttl", &self.lease_ttl)
+            .field("retention", &self.retention)
+            .field("node", &self.node)
+            .finish_non_exhaustive()
+    }
+}
+
+fn ms_i64(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+fn time_ms(t: SystemTime) -> i64 {
+    i64::try_from(unix_ms(t)).unwrap_or(i64::MAX)
+}
+
+fn to_u64(id: &str, what: &'static str, v: i64) -> Result<u64, MemoryError> {
+    u64::try_from(v).map_err(|_| backend(id, PgError::Invalid { what, value: v }))
+}
+
+fn to_i64(id: &str, what: &'static str, v: u64) -> Result<i64, MemoryError> {
+    i64::try_from(v).map_err(|_| backend(id, PgError::Invalid { what, value: i64::MAX }))
+}
+
+fn encode<T: Serialize + ?Sized>(id: &str, what: &'static str, value: &T) -> Result<String, MemoryError> {
+    serde_json::to_string(value).map_err(|source| backend(id, PgError::Codec { what, source }))
+}
+
+fn decode<T: DeserializeOwned>(id: &str, what: &'static str, raw: &str) -> Result<T, MemoryError> {
+    serde_json::from_str(raw).map_err(|source| backend(id, PgError::Codec { what, source }))
+}
+
+impl<R> PgStore<R> {
+    /// Connects, creates the schema and its tables if missing and applies the migrations this
+    /// version needs. A database whose schema is newer than this crate's is refused with
+    /// [`OpenError::NewerSchema`].
+    pub async fn open(config: PgConfig) -> Result<Self, OpenError> {
+        let pg: tokio_postgres::Config = config.url.parse().map_err(OpenError::Url)?;
+        let manager =
+            Manager::from_config(pg, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = Pool::builder(manager)
+            .max_size(config.pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(POOL_TIMEOUT))
+            .create_timeout(Some(POOL_TIMEOUT))
+            .build()
+            .map_err(|e| OpenError::Pool(e.to_string()))?;
+        {
+            let mut client = pool.get().await.map_err(|e| OpenError::Pool(e.to_string()))?;
+            let client: &mut tokio_postgres::Client = &mut client;
+            migrate(client, &config.schema).await?;
+            let release = q::RELEASE_NODE.replace("{s}", &quote_ident(&config.schema));
+            client.execute(&release, &[&config.node.as_str()]).await.map_err(OpenError::Migration)?;
+        }
+        Ok(Self {
+            pool,
+            schema: quote_ident(&config.schema).into(),
+            lease_ttl: config.lease_ttl,
+            retention: config.retention,
+            node: config.node,
+            _record: PhantomData,
+        })
+    }
+
+    /// The statement `template` for this store's schema.
+    fn sql(&self, template: &str) -> String {
+        template.replace("{s}", &self.schema)
+    }
+
+    async fn client(&self, id: &str) -> Result<deadpool_postgres::Object, MemoryError> {
+        self.pool.get().await.map_err(|e| backend(id, PgError::from(e)))
+    }
+
+    async fn query<C: GenericClient>(
+        &self,
+        client: &C,
+        id: &str,
+        template: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, MemoryError> {
+        let statement = client.prepare_cached(&self.sql(template)).await.map_err(|e| backend(id, e))?;
+        client.query(&statement, params).await.map_err(|e| backend(id, e))
+    }
+
+    fn lease_of(&self, id: &str, token: i64, expires_ms: i64) -> Result<Lease, MemoryError> {
+        Ok(Lease {
+            id: id.to_owned(),
+            token: to_u64(id, "token", token)?,
+            expires_at: from_unix_ms(to_u64(id, "expiry", expires_ms)?),
+        })
+    }
+
+    /// The periodic housekeeping a sweeper runs (any node, any time; several at once are
+    /// harmless): deletes the lapsed leases and, with [`Retention::RemoveAfter`], the workflows
+    /// whose delay has passed (which finishing commits and cleanups also do). Returns how many
+    /// leases and workflows it deleted.
+    pub async fn sweep(&self) -> Result<(u64, u64), MemoryError> {
+        let client = self.client("").await?;
+        let rows = self.query(&client, "", q::REAP_LEASES, &[]).await?;
+        let leases = rows.first().map_or(Ok(0), |row| to_u64("", "count", row.get(0)))?;
+        let removed = match self.retention {
+            Retention::RemoveAfter(after) => {
+                let rows = self.query(&client, "", q::SWEEP, &[&ms_i64(after)]).await?;
+                rows.first().map_or(Ok(0), |row| to_u64("", "count", row.get(0)))?
+            }
+            Retention::Keep | Retention::Remove | Retention::Archive => 0,
+        };
+        Ok((leases, removed))
+    }
+
+    /// The retention as the `retain` function takes it: mode and delay in milliseconds.
+    fn retention_mode(&self) -> (i32, i64) {
+        match self.retention {
+            Retention::Keep => (0, 0),
+            Retention::Remove => (1, 0),
+            Retention::RemoveAfter(after) => (2, ms_i64(after)),
+            Retention::Archive => (3, 0),
+        }
+    }
+}
+
+/// A journal row decoded.
+fn journal_record<R: DeserializeOwned>(
+    id: &str,
+    row: &tokio_postgres::Row,
+) -> Result<JournalRecord<R>, MemoryError> {
+    let consumed: Option<String> = row.get(2);
+    let produced: String = row.get(3);
+    let record: String = row.get(4);
+    Ok(JournalRecord {
+        version: to_u64(id, "version", row.get(0))?,
+        at: from_unix_ms(to_u64(id, "time", row.get(1))?),
+        consumed: consumed.map(|c| decode(id, "consumed event", &c)).transpose()?,
+        produced: decode(id, "produced events", &produced)?,
+        record: decode(id, "record", &record)?,
+    })
+}
+
+impl<R> Memory<R> for PgStore<R>
+where
+    R: Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
+        check_id(id)?;
+        let client = self.client(id).await?;
+        let rows = self.query(&client, id, q::READ, &[&id]).await?;
+        let Some(row) = rows.first() else { return Ok(None) };
+        let raw: String = row.get(0);
+        Ok(Some(Stored { record: decode(id, "record", &raw)?, version: to_u64(id, "version", row.get(1))? }))
+    }
+
+    async fn lock(&self, id: &str) -> Result<Option<Lease>, MemoryError> {
+        check_id(id)?;
+        let client = self.client(id).await?;
+        let rows =
+            self.query(&client, id, q::LOCK, &[&id, &self.node.as_str(), &ms_i64(self.lease_ttl)]).await?;
+        rows.first().map(|row| self.lease_of(id, row.get(0), row.get(1))).transpose()
+    }
+
+    async fn renew(&self, lease: &Lease) -> Result<Lease, MemoryError> {
+        let id = lease.id.as_str();
+        check_id(id)?;
+        let client = self.client(id).await?;
+        let token = to_i64(id, "token", lease.token)?;
+        let rows = self.query(&client, id, q::RENEW, &[&id, &token, &ms_i64(self.lease_ttl)]).await?;
+        match rows.first() {
+            Some(row) => self.lease_of(id, token, row.get(0)),
+            None => Err(MemoryError::StaleLease { id: id.to_owned(), token: lease.token }),
+        }
+    }
+
+    async fn unlock(&self, lease: &Lease) -> Result<bool, MemoryError> {
+        let id = lease.id.as_str();
+        check_id(id)?;
+        let client = self.client(id).await?;
+        let token = to_i64(id, "token", lease.token)?;
+        let rows = self.query(&client, id, q::UNLOCK, &[&id, &token]).await?;
+        Ok(rows.first().is_some_and(|row| row.get::<_, bool>(0)))
+    }
+
+    async fn acquire(
+        &self,
+        id: &str,
+        event: EventKey<'_>,
+        lock: bool,
+    ) -> Result<Option<Acquired<R>>, MemoryError> {
+        check_id(id)?;
+        let client = self.client(id).await?;
+        let params: [&(dyn ToSql + Sync); 6] =
+            [&id, &self.node.as_str(), &ms_i64(self.lease_ttl), &lock, &event.source, &event.id];
+        let rows = self.query(&client, id, q::ACQUIRE, &params).await?;
+        let Some(row) = rows.first() else {
+            return Err(backend(id, PgError::Invalid { what: "acquire answer (no row)", value: 0 }));
+        };
+        let token: Option<i64> = row.get(0);
+        let expires: Option<i64> = row.get(1);
+        let lease = match (lock, token, expires) {
+            (false, _, _) => None,
+            (true, Some(token), Some(expires)) => Some(self.lease_of(id, token, expires)?),
+            (true, _, _) => return Ok(None),
+        };
+        let record: Option<String> = row.get(2);
+        let version: Option<i64> = row.get(3);
+        let produced: Option<String> = row.get(4);
+        let stored = match (record, version) {
+            (Some(raw), Some(version)) => Some(Stored {
+                record: Arc::new(decode(id, "record", &raw)?),
+                version: to_u64(id, "version", version)?,
+            }),
+            _ => None,
+        };
+        let produced = match (&stored, produced) {
+            (Some(_), Some(raw)) => Some(decode(id, "produced events", &raw)?),
+            _ => None,
+        };
+        Ok(Some(Acquired { lease, stored, produced }))
+    }
+
+    async fn commit(&self, commit: Commit<'_, R>) -> Result<u64, MemoryError> {
+        let id = commit.id;
+        check_id(id)?;
+        let record = encode(id, "record", &commit.record)?;
+        let meta = &commit.meta;
+        let entry = match &meta.entry {
+            Some(entry) => Some((
+                time_ms(entry.at),
+                entry.consumed.map(|e| (e.source().to_owned(), e.id().to_owned())),
+                entry.consumed.map(|e| encode(id, "consumed event", e)).transpose()?,
+                encode(id, "produced events", entry.produced)?,
+            )),
+            None => None,
+        };
+        let token = commit.lease.map(|l| to_i64(id, "token", l.token)).transpose()?;
+        if let Some(lease) = commit.lease
+            && lease.id != id
+        {
+            return Err(MemoryError::StaleLease { id: id.to_owned(), token: lease.token });
+        }
+        let (parent_known, parent) = match &meta.parent_subject {
+            Materialized::Pending => (false, None),
+            Materialized::Resolved(p) => (true, *p),
+        };
+        let (initiator_known, initiator) = match &meta.initiator {
+            Materialized::Pending => (false, None),
+            Materialized::Resolved(i) => (true, Some(*i)),
+        };
+        let wake_ms = meta.wake_at.map(time_ms);
+
+        let prev = commit.prev.map(|p| to_i64(id, "version", p)).transpose()?;
+        let (has_entry, at, (c_source, c_id), consumed, produced) = match &entry {
+            Some((at, key, consumed, produced)) => (
+                true,
+                *at,
+                key.as_ref().map_or((None, None), |(s, i)| (Some(s.as_str()), Some(i.as_str()))),
+                consumed.as_deref(),
+                produced.as_str(),
+            ),
+            None => (false, 0, (None, None), None, "[]"),
+        };
+        let (ob_consumed, ob_ids, ob_events) = match &commit.outbox {
+            Some(step) => (
+                step.consumed,
+                step.produced.iter().map(Event::id).collect::<Vec<_>>(),
+                step.produced.iter().map(|e| encode(id, "event", e)).collect::<Result<Vec<_>, _>>()?,
+            ),
+            None => (None, Vec::new(), Vec::new()),
+        };
+        let (mode, after) = self.retention_mode();
+        let params: [&(dyn ToSql + Sync); 24] = [
+            &id,
+            &prev,
+            &token,
+            &record,
+            &parent_known,
+            &parent,
+            &initiator_known,
+            &initiator,
+            &meta.source,
+            &wake_ms,
+            &has_entry,
+            &at,
+            &c_source,
+            &c_id,
+            &consumed,
+            &produced,
+            &commit.outbox.is_some(),
+            &ob_consumed,
+            &ob_ids,
+            &ob_events,
+            &commit.finished,
+            &mode,
+            &after,
+            &commit.release,
+        ];
+        let client = self.client(id).await?;
+        let rows = self.query(&client, id, q::COMMIT, &params).await?;
+        let Some(row) = rows.first() else {
+            return Err(backend(id, PgError::Invalid { what: "commit answer (no row)", value: 0 }));
+        };
+        let status: i32 = row.get(0);
+        let version: Option<i64> = row.get(1);
+        let version = version.map(|v| to_u64(id, "version", v)).transpose()?;
+        match (status, version) {
+            (0, Some(version)) => Ok(version),
+            (1, _) => {
+                Err(MemoryError::StaleLease { id: id.to_owned(), token: commit.lease.map_or(0, |l| l.token) })
+            }
+            (2, found) => Err(MemoryError::Conflict { id: id.to_owned(), expected: commit.prev, found }),
+            (other, _) => {
+                Err(backend(id, PgError::Invalid { what: "commit status", value: i64::from(other) }))
+            }
+        }
+    }
+
+    async fn produced(&self, id: &str, event: EventKey<'_>) -> Result<Option<Vec<Event>>, MemoryError> {
+        check_id(id)?;
+        let client = self.client(id).await?;
+        let rows = self.query(&client, id, q::PRODUCED, &[&id, &event.source, &event.id]).await?;
+        rows.first().map(|row| decode(id, "produced events", &row.get::<_, String>(0))).transpose()
+    }
+
+    async fn claim_due(&self, limit: usize, claim: Duration) -> Result<Vec<Wake>, MemoryError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let client = self.client("").await?;
+        let rows = self.query(&client, "", q::CLAIM_DUE, &[&limit, &ms_i64(claim)]).await?;
+        let mut due = rows
+            .iter()
+            .map(|row| {
+                let id: String = row.get(0);
+                let at = from_unix_ms(to_u64(&id, "wake-up", row.get(1))?);
+                Ok(Wake { id, at })
+            })
+            .collect::<Result<Vec<_>, MemoryError>>()?;
+        due.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.id.cmp(&b.id)));
+        Ok(due)
+    }
+
+    async fn cleanup(&self, id: &str) -> Result<(), MemoryError> {
+        check_id(id)?;
+        let (mode, after) = self.retention_mode();
+        let client = self.client(id).await?;
+        self.query(&client, id, q::RETAIN, &[&id, &mode, &after]).await?;
+        Ok(())
+    }
+}
+
+impl<R> Journal<R> for PgStore<R>
+where
+    R: Serialize + DeserializeOwned + Send + Sync + 'static,
+{
+    async fn history(
+        &self,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<JournalRecord<R>>, MemoryError> {
+        check_id(id)?;
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let client = self.client(id).await?;
+        let rows = self.query(&client, id, q::HISTORY, &[&id, &after, &limit]).await?;
+        rows.iter().map(|row| journal_record(id, row)).collect()
+    }
+
+    async fn entry(&self, id: &str, version: u64) -> Result<Option<JournalRecord<R>>, MemoryError> {
+        check_id(id)?;
+        let Ok(version) = i64::try_from(version) else { return Ok(None) };
+        let client = self.client(id).await?;
+        let rows = self.query(&client, id, q::ENTRY, &[&id, &version]).await?;
+        rows.first().map(|row| journal_record(id, row)).transpose()
+    }
+
+    async fn children(&self, id: &str) -> Result<Vec<String>, MemoryError> {
+        check_id(id)?;
+        let client = self.client(id).await?;
+        let rows = self.query(&client, id, q::CHILDREN, &[&id]).await?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
+    async fn parent(&self, id: &str) -> Result<Option<String>, MemoryError> {
+        check_id(id)?;
+        let client = self.client(id).await?;
+        let rows = self.query(&client, id, q::PARENT, &[&id]).await?;
+        Ok(rows.first().and_then(|row| row.get(0)))
+    }
+}
+
+impl<R: Send + Sync> Outbox for PgStore<R> {
+    async fn advance(&self, consumed: Option<&str>, produced: &[Event]) -> Result<(), MemoryError> {
+        let ids: Vec<&str> = produced.iter().map(Event::id).collect();
+        let events = produced.iter().map(|e| encode("", "event", e)).collect::<Result<Vec<_>, _>>()?;
+        let client = self.client("").await?;
+        self.query(&client, "", q::OUTBOX_STEP, &[&consumed, &ids, &events]).await?;
+        Ok(())
+    }
+
+    async fn pending(&self, after: u64, limit: usize) -> Result<Vec<Pending>, MemoryError> {
+        let after = i64::try_from(after).unwrap_or(i64::MAX);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let client = self.client("").await?;
+        let rows = self.query(&client, "", q::OUTBOX_PENDING, &[&after, &limit]).await?;
+        rows.iter()
+            .map(|row| {
+                let raw: String = row.get(1);
+                Ok(Pending { seq: to_u64("", "position", row.get(0))?, event: decode("", "event", &raw)? })
+            })
+            .collect()
+    }
+}
