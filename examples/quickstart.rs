@@ -8,35 +8,57 @@
 //! The store is `orchestrator-data/quickstart.sqlite` under the working directory (it survives
 //! the run: inspect it with `orchestrator history` / `orchestrator replay`, printed at the end).
 //!
-//! Run with `cargo run --example quickstart`.
+//! Run with `cargo run --example quickstart`. With a PostgreSQL server instead:
+//! `DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo run --example quickstart -- --store postgres`
+//! (the same node over `orchestrator_postgres::PgStore`, in the schema `orchestrator`).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use orchestrator::memory::Journal;
+use orchestrator::memory::{Journal, Memory, NodeId};
 use orchestrator::orchestration::replay::Until;
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord, history};
+use orchestrator::outbox::Outbox;
 use orchestrator::prelude::*;
 use orchestrator::runtime::Node;
 use orchestrator_examples::orders::{OrderFlow, OrderInput, OrderOutcome, OrderV1, services};
+use orchestrator_postgres::{PgConfig, PgStore};
 use orchestrator_sqlite::SqliteConfig;
 
 const CLIENT: &str = "com.example.shop.frontend";
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = Path::new("orchestrator-data/quickstart.sqlite");
-    std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
-    // Durable by default: WAL, synchronous=FULL, leases and the journal in one file.
-    // The owner name frees the leases a killed previous run held, at once instead of after
-    // their TTL (one live process per owner name).
-    let memory = Arc::new(SqliteConfig::new(path).owner("quickstart").open::<WorkflowRecord>()?);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        [] | ["--store", "sqlite"] => {
+            let path = Path::new("orchestrator-data/quickstart.sqlite");
+            std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
+            // Durable by default: WAL, synchronous=FULL, leases and the journal in one file.
+            // The owner name frees the leases a killed previous run held, at once instead of
+            // after their TTL (one live process per owner name).
+            let memory = Arc::new(SqliteConfig::new(path).owner("quickstart").open::<WorkflowRecord>()?);
+            let place = path.display().to_string();
+            run(memory, &place, &format!("cargo run -q -p orchestrator-cli -- history {place}")).await
+        }
+        ["--store", "postgres"] => {
+            // State, journal, leases, timers and the events in flight in one PostgreSQL schema.
+            let url = std::env::var("DATABASE_URL")
+                .map_err(|_| "--store postgres reads the server's URL from DATABASE_URL")?;
+            let config = PgConfig { node: NodeId::new("quickstart"), ..PgConfig::new(url) };
+            let memory = Arc::new(PgStore::<WorkflowRecord>::open(config).await?);
+            run(memory, "PostgreSQL, schema orchestrator", "psql").await
+        }
+        _ => Err("usage: quickstart [--store sqlite|postgres]".into()),
+    }
+}
 
-    // One node: the services, the orchestrator, durable timers (the payment's 30 s timeout) and
-    // the outbox (`durable`): every event in flight is kept in the same file, an orchestrator
-    // step commits its state and its outbox step together, and what a killed previous run left
-    // in flight is published again when the node starts. The build fails if a service the
-    // machine calls has no handler.
+/// Runs the orders on a durable node over `memory`, then reads the first one's history back and
+/// replays it.
+async fn run<M>(memory: Arc<M>, place: &str, inspect: &str) -> Result<(), Box<dyn std::error::Error>>
+where
+    M: Memory<WorkflowRecord> + Outbox + Journal<WorkflowRecord> + 'static,
+{
     let node = Node::builder(Arc::clone(&memory))
         .durable()
         .service(services::inventory()?)
@@ -57,7 +79,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ("sku-3", 1, 250_000, "a payment the provider declines"),
     ];
     let mut subjects = Vec::new();
-    println!("orders (store: {})", path.display());
+    println!("orders (store: {place})");
     for (i, (sku, quantity, amount_cents, what)) in orders_in.into_iter().enumerate() {
         let input = OrderInput { order_id: format!("o-{run}-{i}"), sku: sku.into(), quantity, amount_cents };
         let init = EventFactory::<OrderV1>::new().init(input, Event::builder().source(CLIENT))?;
@@ -92,8 +114,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let middle = orders.lifecycle().replay(&*memory, subject, Until::Version(2), None).await?;
     println!("time travel to version 2: active states {}", middle.state["value"]);
 
-    println!("\ninspect it yourself:");
-    println!("  cargo run -q -p orchestrator-cli -- history {} '{subject}'", path.display());
-    println!("  cargo run -q -p orchestrator-cli -- replay {} '{subject}' --until 2", path.display());
+    if inspect.starts_with("cargo") {
+        println!("\ninspect it yourself:");
+        println!("  {inspect} '{subject}'");
+        println!("  {} '{subject}' --until 2", inspect.replace(" history ", " replay "));
+    }
     Ok(())
 }
