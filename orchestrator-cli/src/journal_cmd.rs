@@ -1,7 +1,7 @@
-//! `orchestrator history` and `orchestrator replay`: a workflow's journal in a SQLite store.
+//! `orchestrator history` and `orchestrator replay`: a workflow's journal in a SQLite or
+//! PostgreSQL store.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
@@ -10,15 +10,18 @@ use orchestrator::memory::{InMemory, Journal, JournalRecord};
 use orchestrator::orchestration::replay::{Replayed, Until};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord, history};
 use orchestrator::subject::Subject;
-use orchestrator_sqlite::SqliteMemory;
 
 use crate::error::CliError;
+use crate::store::Store;
 
 /// `orchestrator history DB SUBJECT`.
 #[derive(Debug, Args)]
 pub(crate) struct HistoryArgs {
-    /// The SQLite store (a file written by the library's SQLite memory).
-    db: PathBuf,
+    /// The store: a SQLite file, or a `postgres://` URL.
+    db: String,
+    /// The PostgreSQL schema holding the tables.
+    #[arg(long, default_value = "orchestrator")]
+    schema: String,
     /// The workflow's subject.
     subject: String,
     /// Print the entries as JSON lines instead of a timeline.
@@ -29,8 +32,11 @@ pub(crate) struct HistoryArgs {
 /// `orchestrator replay DB SUBJECT [--until N | --at TIME] [--from N]`.
 #[derive(Debug, Args)]
 pub(crate) struct ReplayArgs {
-    /// The SQLite store.
-    db: PathBuf,
+    /// The store: a SQLite file, or a `postgres://` URL.
+    db: String,
+    /// The PostgreSQL schema holding the tables.
+    #[arg(long, default_value = "orchestrator")]
+    schema: String,
     /// The workflow's subject.
     subject: String,
     /// Stop at this journal position (version); default: the end.
@@ -44,13 +50,6 @@ pub(crate) struct ReplayArgs {
     from: Option<u64>,
 }
 
-fn open(db: &Path) -> Result<SqliteMemory<WorkflowRecord>, CliError> {
-    if !db.is_file() {
-        return Err(CliError::Input(format!("{}: no such store", db.display())));
-    }
-    SqliteMemory::open_path(db).map_err(|e| CliError::Input(format!("cannot open {}: {e}", db.display())))
-}
-
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -58,10 +57,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(|e| CliError::Io { context: "cannot start the async runtime".to_owned(), source: e })
 }
 
-async fn read_all(
-    memory: &SqliteMemory<WorkflowRecord>,
-    subject: &str,
-) -> Result<Vec<JournalRecord<WorkflowRecord>>, CliError> {
+async fn read_all(memory: &Store, subject: &str) -> Result<Vec<JournalRecord<WorkflowRecord>>, CliError> {
     let mut all = Vec::new();
     loop {
         let after = all.last().map_or(0, |e: &JournalRecord<WorkflowRecord>| e.version);
@@ -79,8 +75,9 @@ async fn read_all(
 /// Prints a workflow's journal.
 pub(crate) fn history(args: &HistoryArgs, out: &mut dyn Write) -> Result<(), CliError> {
     Subject::parse(&args.subject)?;
-    let memory = open(&args.db)?;
-    let entries = runtime()?.block_on(read_all(&memory, &args.subject))?;
+    let rt = runtime()?;
+    let memory = rt.block_on(Store::open(&args.db, &args.schema))?;
+    let entries = rt.block_on(read_all(&memory, &args.subject))?;
     if entries.is_empty() {
         return Err(CliError::Input(format!("no journal for workflow {}", args.subject)));
     }
@@ -114,8 +111,8 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliEr
         ),
         (None, None) => Until::End,
     };
-    let memory = open(&args.db)?;
     let rt = runtime()?;
+    let memory = rt.block_on(Store::open(&args.db, &args.schema))?;
     let known = known_orchestrator(subject.orchestrator_name());
     let rerun = known.is_some();
     let replayed: Replayed = match known {

@@ -24,6 +24,7 @@ mod error;
 mod event_cmd;
 mod journal_cmd;
 mod output;
+mod store;
 mod subject_cmd;
 
 use std::io::{self, Read, Write};

@@ -103,3 +103,80 @@ fn bad_stores_and_subjects_are_clear_errors() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open"), "{out:?}");
 }
+
+/// The URL of the PostgreSQL server (`DATABASE_URL`), or `None` after saying why; under CI a
+/// missing URL fails the test.
+fn database_url() -> Option<String> {
+    match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "DATABASE_URL is not set, and CI makes the PostgreSQL tests mandatory"
+            );
+            println!("skipping: DATABASE_URL is not set");
+            None
+        }
+    }
+}
+
+#[test]
+fn history_and_replay_read_a_postgres_store_by_url() {
+    let Some(url) = database_url() else { return };
+    let schema = format!(
+        "cli_{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos()
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let subject = rt.block_on(async {
+        let config = orchestrator_postgres::PgConfig {
+            schema: schema.clone(),
+            ..orchestrator_postgres::PgConfig::new(&url)
+        };
+        let store = Arc::new(orchestrator_postgres::PgStore::<WorkflowRecord>::open(config).await.unwrap());
+        let node = orchestrator::runtime::Node::builder(Arc::clone(&store))
+            .durable()
+            .service(services::inventory().unwrap())
+            .service(services::payment().unwrap())
+            .service(services::shipping().unwrap())
+            .orchestrator(Orchestrator::builder(Arc::clone(&store)).machine::<OrderFlow>())
+            .client("com.test.cli")
+            .build()
+            .await
+            .unwrap();
+        let input =
+            OrderInput { order_id: "o-1".into(), sku: "sku-1".into(), quantity: 1, amount_cents: 100 };
+        let init =
+            EventFactory::<OrderV1>::new().init(input, Event::builder().source("com.test.cli")).unwrap();
+        let done = node.run(init.clone()).await.unwrap();
+        assert_eq!(done.data()["status"], "shipped");
+        node.shutdown().await;
+        init.subject().to_owned()
+    });
+
+    let out = run(&["history", &url, &subject, "--schema", &schema]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().filter(|l| l.starts_with('v')).count(), 4, "{text}");
+    assert!(text.contains("state   shipped  (done)"), "{text}");
+    let out = run(&["replay", &url, &subject, "--schema", &schema, "--until", "2"]);
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["state"]["value"][0], "charging");
+    assert!(doc["replay"].as_str().unwrap().contains("every step matched the journal"), "{doc}");
+    // Another schema has no such workflow: a clear error, not a crash.
+    let out = run(&["history", &url, &subject, "--schema", &format!("{schema}_empty")]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no journal for workflow"), "{out:?}");
+
+    rt.block_on(async {
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+        let task = tokio::spawn(connection);
+        for s in [schema.clone(), format!("{schema}_empty")] {
+            client.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{s}\" CASCADE")).await.unwrap();
+        }
+        drop(client);
+        let _ = task.await;
+    });
+}

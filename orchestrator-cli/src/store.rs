@@ -1,0 +1,78 @@
+//! The stores `history` and `replay` read: a SQLite file, or a PostgreSQL server by URL.
+
+use std::path::Path;
+
+use orchestrator::memory::{Journal, JournalRecord, MemoryError};
+use orchestrator::orchestration::WorkflowRecord;
+use orchestrator_postgres::{PgConfig, PgStore};
+use orchestrator_sqlite::SqliteMemory;
+
+use crate::error::CliError;
+
+/// A journal store named on the command line.
+pub(crate) enum Store {
+    /// A SQLite file.
+    Sqlite(Box<SqliteMemory<WorkflowRecord>>),
+    /// A PostgreSQL schema.
+    Postgres(PgStore<WorkflowRecord>),
+}
+
+impl Store {
+    /// Opens `location`: a `postgres://` or `postgresql://` URL (the tables in `schema`), else the
+    /// path of a SQLite file, which must exist.
+    pub(crate) async fn open(location: &str, schema: &str) -> Result<Self, CliError> {
+        if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+            let config = PgConfig { schema: schema.to_owned(), ..PgConfig::new(location) };
+            let store = PgStore::open(config)
+                .await
+                .map_err(|e| CliError::Input(format!("cannot open the PostgreSQL store: {e}")))?;
+            return Ok(Self::Postgres(store));
+        }
+        let path = Path::new(location);
+        if !path.is_file() {
+            return Err(CliError::Input(format!("{location}: no such store")));
+        }
+        SqliteMemory::open_path(path)
+            .map(|store| Self::Sqlite(Box::new(store)))
+            .map_err(|e| CliError::Input(format!("cannot open {location}: {e}")))
+    }
+}
+
+impl Journal<WorkflowRecord> for Store {
+    async fn history(
+        &self,
+        id: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<JournalRecord<WorkflowRecord>>, MemoryError> {
+        match self {
+            Self::Sqlite(store) => store.history(id, after, limit).await,
+            Self::Postgres(store) => store.history(id, after, limit).await,
+        }
+    }
+
+    async fn entry(
+        &self,
+        id: &str,
+        version: u64,
+    ) -> Result<Option<JournalRecord<WorkflowRecord>>, MemoryError> {
+        match self {
+            Self::Sqlite(store) => store.entry(id, version).await,
+            Self::Postgres(store) => store.entry(id, version).await,
+        }
+    }
+
+    async fn children(&self, id: &str) -> Result<Vec<String>, MemoryError> {
+        match self {
+            Self::Sqlite(store) => store.children(id).await,
+            Self::Postgres(store) => store.children(id).await,
+        }
+    }
+
+    async fn parent(&self, id: &str) -> Result<Option<String>, MemoryError> {
+        match self {
+            Self::Sqlite(store) => store.parent(id).await,
+            Self::Postgres(store) => store.parent(id).await,
+        }
+    }
+}
