@@ -170,25 +170,37 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         result
     }
 
+    /// Steps 1 to 9, then the event's outbox step when no commit carried it: an event handled
+    /// without a commit (ignored, answered from the journal) and one that failed for good
+    /// leave the outbox here; one that failed transiently stays for the retry.
     async fn run(&self, event: &Event, exec: &Execution) -> Result<Vec<Event>, Violation> {
-        let subject = match event.orchestration_subject() {
-            Ok(subject) => subject.clone(),
-            Err(e) => {
-                let violation = Violation::execution(format!(
-                    "Invalid event (id={}) subject format. Expected an ArvoOrchestrationSubject but received '{}': {e}",
-                    event.id(),
-                    event.subject()
-                ));
-                // Permanent: it will never be handled, so it leaves the outbox.
-                self.outbox_step(event, &[]).await?;
-                return Err(violation);
+        match self.handle(event, exec).await {
+            Ok(Step { events, committed: true }) => Ok(events),
+            Ok(Step { events, committed: false }) => {
+                self.outbox_step(event, &events).await?;
+                Ok(events)
             }
-        };
+            // No retry can cure it (an invalid subject, a contract or configuration violation).
+            Err(violation) if violation.transaction_cause().is_none() => {
+                self.outbox_step(event, &[]).await?;
+                Err(violation)
+            }
+            Err(violation) => Err(violation),
+        }
+    }
+
+    async fn handle(&self, event: &Event, exec: &Execution) -> Result<Step, Violation> {
+        let subject = event.orchestration_subject().cloned().map_err(|e| {
+            Violation::execution(format!(
+                "Invalid event (id={}) subject format. Expected an ArvoOrchestrationSubject but received '{}': {e}",
+                event.id(),
+                event.subject()
+            ))
+        })?;
         exec.parsed_subject(self.kind, &subject);
         if subject.orchestrator_name() != self.core.source() {
             // Another orchestrator's event (Arvo logs a warning).
-            self.outbox_step(event, &[]).await?;
-            return Ok(Vec::new());
+            return Ok(Step::ignored(Vec::new()));
         }
         let lock = self.locking == Locking::Always;
         let acquired = match self.acquire(subject.as_str(), event, lock, exec).await {
@@ -218,21 +230,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             let span = exec.memory(MemoryOp::Unlock, &lease.id);
             span.result(&self.memory.unlock(lease).await);
         }
-        let Step { events, committed } = match result {
-            Ok(step) => step,
-            // A violation that no retry can cure (contract, configuration): the event will
-            // never be handled, so it leaves the outbox; a transient one stays for the retry.
-            Err(violation) if violation.transaction_cause().is_none() => {
-                self.outbox_step(event, &[]).await?;
-                return Err(violation);
-            }
-            Err(violation) => return Err(violation),
-        };
-        if !committed {
-            // Nothing written (ignored, or answered from the journal): settle the outbox apart.
-            self.outbox_step(event, &events).await?;
-        }
-        Ok(events)
+        result
     }
 
     /// The outbox step of an event handled without a commit (the commit carries it otherwise).
@@ -268,9 +266,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         };
         match record {
             Some(r) if r.is_failed() || r.done => return Ok(Step::ignored(Vec::new())),
-            Some(r) if r.last_consumed(event) => {
-                return Ok(Step::ignored(Vec::new()));
-            }
+            Some(r) if r.last_consumed(event) => return Ok(Step::ignored(Vec::new())),
             // A second init of a running workflow (another event with the init's type) starts
             // nothing and writes nothing.
             Some(_) if is_init => return Ok(Step::ignored(Vec::new())),
