@@ -9,14 +9,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use orchestrator::event::Event;
-use orchestrator::handler::EventHandler;
 use orchestrator::memory::{Acquired, Commit, EventKey, InMemory, Lease, Memory, MemoryError, Stored, Wake};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator::runtime::{Node, NodeError, RetryPolicy, WorkflowStatus};
 use orchestrator::transport::Transport;
 use orchestrator_examples::calculator::flows::AverageFlow;
-use orchestrator_examples::calculator::{AverageInput, AverageV1, services};
+use orchestrator_examples::calculator::{AverageClient, AverageInput, AverageV1, services};
 
 const CLIENT: &str = "com.test.client";
 
@@ -25,48 +24,6 @@ fn init(i: usize) -> Event {
     EventFactory::<AverageV1>::new()
         .init(AverageInput { values }, Event::builder().source(CLIENT))
         .expect("init")
-}
-
-/// The client: counts the completions of each workflow and checks their result.
-#[derive(Clone, Default)]
-struct Client {
-    seen: Arc<Mutex<HashMap<String, (usize, f64)>>>,
-}
-
-impl Client {
-    fn completed(&self) -> usize {
-        self.seen.lock().unwrap_or_else(PoisonError::into_inner).len()
-    }
-
-    async fn wait_for(&self, n: usize, within: Duration) {
-        let deadline = Instant::now() + within;
-        while self.completed() < n {
-            assert!(
-                Instant::now() < deadline,
-                "only {} of {n} workflows completed within {within:?}",
-                self.completed()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    fn counts(&self) -> HashMap<String, (usize, f64)> {
-        self.seen.lock().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-}
-
-impl EventHandler for Client {
-    fn source(&self) -> &str {
-        CLIENT
-    }
-
-    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
-        let average = event.data()["average"].as_f64().ok_or_else(|| Violation::contract("no average"))?;
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        let entry = seen.entry(event.subject().to_owned()).or_insert((0, average));
-        entry.0 += 1;
-        Ok(Vec::new())
-    }
 }
 
 /// A store around `InMemory` that counts calls per method and can fail commits (a full disk)
@@ -153,7 +110,7 @@ impl Memory<WorkflowRecord> for Instrumented {
 
 async fn node<M: Memory<WorkflowRecord> + 'static>(
     store: &Arc<M>,
-    client: &Client,
+    client: &AverageClient,
     retry: RetryPolicy,
 ) -> Node<M, orchestrator::transport::InProcessTransport> {
     Node::builder(Arc::clone(store))
@@ -172,7 +129,7 @@ async fn node<M: Memory<WorkflowRecord> + 'static>(
 /// with the right result and nothing is dead-lettered.
 async fn start_at_once_and_check(n: usize) {
     let store = Arc::new(InMemory::<WorkflowRecord>::default());
-    let client = Client::default();
+    let client = AverageClient::new(CLIENT);
     let node = Arc::new(node(&store, &client, RetryPolicy::default()).await);
     let started = Instant::now();
     let tasks: Vec<_> = (0..n)
@@ -213,7 +170,7 @@ async fn twenty_thousand_workflows_started_at_once_all_complete_exactly_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_failing_writes_for_a_while_recovers_in_the_same_process() {
     let store = Arc::new(Instrumented::default());
-    let client = Client::default();
+    let client = AverageClient::new(CLIENT);
     let retry = RetryPolicy {
         max_attempts: 30,
         initial: Duration::from_millis(10),
@@ -239,7 +196,7 @@ async fn a_store_failing_writes_for_a_while_recovers_in_the_same_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_held_elsewhere_is_retried_until_released() {
     let store = Arc::new(InMemory::<WorkflowRecord>::default());
-    let client = Client::default();
+    let client = AverageClient::new(CLIENT);
     let retry = RetryPolicy {
         max_attempts: 30,
         initial: Duration::from_millis(10),
@@ -264,7 +221,7 @@ async fn a_lock_held_elsewhere_is_retried_until_released() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_orchestrator_step_costs_two_store_round_trips() {
     let store = Arc::new(Instrumented::default());
-    let client = Client::default();
+    let client = AverageClient::new(CLIENT);
     let node = node(&store, &client, RetryPolicy::default()).await;
     for i in 0..20 {
         node.start(init(i)).await.expect("start");

@@ -224,3 +224,58 @@ pub mod flows {
         }
     }
 }
+
+/// A client of the averaging workflows, for tests and benchmarks: listens on its topic (the
+/// `source` of the init events it sends), counts each workflow's completions and keeps the
+/// first average each reported.
+#[derive(Debug, Clone)]
+pub struct AverageClient {
+    topic: &'static str,
+    seen: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, (usize, f64)>>>,
+}
+
+impl AverageClient {
+    /// A client listening on `topic`.
+    pub fn new(topic: &'static str) -> Self {
+        Self { topic, seen: std::sync::Arc::default() }
+    }
+
+    fn seen(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, (usize, f64)>> {
+        self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// How many workflows completed.
+    pub fn completed(&self) -> usize {
+        self.seen().len()
+    }
+
+    /// Each completed workflow's subject with how many completions it got and its average.
+    pub fn counts(&self) -> std::collections::HashMap<String, (usize, f64)> {
+        self.seen().clone()
+    }
+
+    /// Waits until `n` workflows have completed; panics after `within`.
+    pub async fn wait_for(&self, n: usize, within: std::time::Duration) {
+        let deadline = std::time::Instant::now() + within;
+        while self.completed() < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "only {} of {n} workflows completed within {within:?}",
+                self.completed()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl orchestrator::handler::EventHandler for AverageClient {
+    fn source(&self) -> &str {
+        self.topic
+    }
+
+    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        let average = event.data()["average"].as_f64().ok_or_else(|| Violation::contract("no average"))?;
+        self.seen().entry(event.subject().to_owned()).or_insert((0, average)).0 += 1;
+        Ok(Vec::new())
+    }
+}

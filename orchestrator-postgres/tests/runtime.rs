@@ -4,44 +4,19 @@
 
 mod common;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use orchestrator::handler::EventHandler;
 use orchestrator::memory::{Journal, Memory, Retention};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::outbox::Outbox;
 use orchestrator::prelude::*;
 use orchestrator::runtime::Node;
 use orchestrator_examples::calculator::flows::AverageFlow;
-use orchestrator_examples::calculator::{AverageInput, AverageV1, services};
+use orchestrator_examples::calculator::{AverageClient, AverageInput, AverageV1, services};
 use orchestrator_postgres::PgStore;
 
 const CLIENT: &str = "com.test.client";
-
-/// The client: counts each workflow's completions and keeps its result.
-#[derive(Clone, Default)]
-struct Client(Arc<Mutex<HashMap<String, (usize, f64)>>>);
-
-impl Client {
-    fn completed(&self) -> usize {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
-    }
-}
-
-impl EventHandler for Client {
-    fn source(&self) -> &str {
-        CLIENT
-    }
-
-    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
-        let average = event.data()["average"].as_f64().ok_or_else(|| Violation::contract("no average"))?;
-        let mut seen = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        seen.entry(event.subject().to_owned()).or_insert((0, average)).0 += 1;
-        Ok(Vec::new())
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_durable_node_on_postgres_runs_workflows_at_once_exactly_once() {
@@ -49,7 +24,7 @@ async fn a_durable_node_on_postgres_runs_workflows_at_once_exactly_once() {
     let schema = common::fresh_schema();
     let config = common::config(&url, &schema, Duration::from_secs(30), Retention::Keep);
     let store: Arc<PgStore<WorkflowRecord>> = Arc::new(PgStore::open(config).await.expect("open"));
-    let client = Client::default();
+    let client = AverageClient::new(CLIENT);
     let node = Arc::new(
         Node::builder(Arc::clone(&store))
             .durable()
@@ -86,7 +61,7 @@ async fn a_durable_node_on_postgres_runs_workflows_at_once_exactly_once() {
     }
     node.shutdown().await;
     println!("{N} workflows at once on PostgreSQL: {:?}", started.elapsed());
-    let seen = client.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let seen = client.counts();
     assert_eq!(seen.len(), N, "every workflow completed");
     assert!(seen.values().all(|(times, _)| *times == 1), "each exactly once");
     assert!(node.take_dead_letters().is_empty(), "nothing dead-lettered");

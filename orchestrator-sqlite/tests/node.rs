@@ -2,50 +2,25 @@
 //! holds, all complete exactly once, every event in flight kept in the outbox (nothing is left
 //! there at the end), and each orchestrator step costs two writer operations.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use orchestrator::handler::EventHandler;
 use orchestrator::memory::{Journal, Memory};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::outbox::Outbox;
 use orchestrator::prelude::*;
 use orchestrator::runtime::Node;
 use orchestrator_examples::calculator::flows::AverageFlow;
-use orchestrator_examples::calculator::{AverageInput, AverageV1, services};
+use orchestrator_examples::calculator::{AverageClient, AverageInput, AverageV1, services};
 use orchestrator_sqlite::SqliteConfig;
 
 const CLIENT: &str = "com.test.client";
-
-/// The client: counts each workflow's completions and keeps its result.
-#[derive(Clone, Default)]
-struct Client(Arc<Mutex<HashMap<String, (usize, f64)>>>);
-
-impl Client {
-    fn completed(&self) -> usize {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
-    }
-}
-
-impl EventHandler for Client {
-    fn source(&self) -> &str {
-        CLIENT
-    }
-
-    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
-        let average = event.data()["average"].as_f64().ok_or_else(|| Violation::contract("no average"))?;
-        let mut seen = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        seen.entry(event.subject().to_owned()).or_insert((0, average)).0 += 1;
-        Ok(Vec::new())
-    }
-}
 
 async fn at_once_on_sqlite(n: usize) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let memory =
         Arc::new(SqliteConfig::new(dir.path().join("node.db")).open::<WorkflowRecord>().expect("open"));
-    let client = Client::default();
+    let client = AverageClient::new(CLIENT);
     let node = Arc::new(
         Node::builder(Arc::clone(&memory))
             .durable()
@@ -87,7 +62,7 @@ async fn at_once_on_sqlite(n: usize) {
     let elapsed = started.elapsed();
     let operations = memory.stats().operations - operations_before;
     println!("{n} workflows at once on SQLite: {elapsed:?}, {operations} writer operations");
-    let seen = client.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let seen = client.counts();
     assert_eq!(seen.len(), n, "every workflow completed");
     assert!(seen.values().all(|(times, _)| *times == 1), "each exactly once");
     assert!(node.take_dead_letters().is_empty(), "nothing dead-lettered");
