@@ -43,6 +43,13 @@ pub enum PgError {
         #[source]
         source: serde_json::Error,
     },
+    /// A queue delivery's claim is no longer its own: its visibility deadline passed and
+    /// another consumer claimed the event, or it was settled already.
+    #[error("the claim on event `{event_id}` was lost (its visibility deadline passed, or it was settled)")]
+    ClaimLost {
+        /// The event's id.
+        event_id: String,
+    },
     /// A stored number is out of range.
     #[error("invalid {what}: {value}")]
     Invalid {
@@ -60,7 +67,7 @@ impl PgError {
         match self {
             Self::Postgres(e) => postgres_is_transient(e),
             Self::Pool(_) => true,
-            Self::Codec { .. } | Self::Invalid { .. } => false,
+            Self::Codec { .. } | Self::Invalid { .. } | Self::ClaimLost { .. } => false,
         }
     }
 }

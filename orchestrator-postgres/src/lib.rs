@@ -77,9 +77,11 @@
 
 mod error;
 mod queries;
+pub mod queue;
 mod schema;
 mod store;
 
 pub use error::{OpenError, PgError};
+pub use queue::{PgDelivery, PgQueue, PgSubscription, QueueConfig, QueueDeadLetter};
 pub use schema::SCHEMA_VERSION;
 pub use store::{POOL_TIMEOUT, PgConfig, PgStore};

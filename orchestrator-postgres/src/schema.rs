@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this crate writes and reads. A database at a newer version is refused
 /// with [`OpenError::NewerSchema`].
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// The migrations, in order: entry `i` brings the schema from version `i` to `i + 1`. `{s}` is
 /// replaced by the quoted schema name.
@@ -148,7 +148,81 @@ const MIGRATIONS: &[&str] = &[
          o_status := 0;
          o_version := v_version;
      END $fn$;",
+    // 3: the outbox becomes the event queue (a row per event, with its lane, its claim and its
+    // visibility), the transport's dead letters get a table, and every enqueue wakes listeners.
+    "CREATE SEQUENCE {s}.claim_tokens;
+     CREATE TABLE {s}.queue (
+         seq BIGSERIAL PRIMARY KEY,
+         topic TEXT NOT NULL,
+         subject TEXT NOT NULL,
+         event_id TEXT NOT NULL UNIQUE,
+         event TEXT NOT NULL,
+         attempt INTEGER NOT NULL DEFAULT 0,
+         visible_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+         claimed_by TEXT,
+         token BIGINT,
+         claimed_until TIMESTAMPTZ,
+         enqueued_at TIMESTAMPTZ NOT NULL DEFAULT now()
+     );
+     CREATE INDEX queue_lane ON {s}.queue (topic, subject, seq);
+     CREATE TABLE {s}.dead_letters (
+         seq BIGSERIAL PRIMARY KEY,
+         topic TEXT NOT NULL,
+         subject TEXT NOT NULL,
+         event_id TEXT NOT NULL,
+         event TEXT NOT NULL,
+         attempt INTEGER NOT NULL,
+         reason TEXT NOT NULL,
+         at TIMESTAMPTZ NOT NULL DEFAULT now()
+     );
+     INSERT INTO {s}.queue (topic, subject, event_id, event)
+     SELECT COALESCE(o.event::jsonb->>'to', ''), COALESCE(o.event::jsonb->>'subject', ''),
+            o.event_id, o.event
+     FROM {s}.outbox o ORDER BY o.seq;
+     DROP TABLE {s}.outbox;
+     CREATE FUNCTION {s}.enqueue(p_topics TEXT[], p_subjects TEXT[], p_ids TEXT[], p_events TEXT[])
+     RETURNS VOID LANGUAGE plpgsql AS $fn$
+     BEGIN
+         INSERT INTO {s}.queue (topic, subject, event_id, event)
+         SELECT t.topic, t.subject, t.id, t.ev
+         FROM unnest(p_topics, p_subjects, p_ids, p_events) WITH ORDINALITY AS t(topic, subject, id, ev, ord)
+         ORDER BY t.ord
+         ON CONFLICT (event_id) DO NOTHING;
+         -- Wakes idle pollers of other processes early (they poll on a timer anyway).
+         PERFORM pg_notify('orchestrator_queue', {lit});
+     END $fn$;
+     CREATE OR REPLACE FUNCTION {s}.outbox_step(p_consumed TEXT, p_ids TEXT[], p_events TEXT[])
+     RETURNS VOID LANGUAGE plpgsql AS $fn$
+     BEGIN
+         IF p_consumed IS NOT NULL THEN
+             DELETE FROM {s}.queue q WHERE q.event_id = p_consumed;
+         END IF;
+         IF cardinality(p_ids) > 0 THEN
+             PERFORM {s}.enqueue(
+                 ARRAY(SELECT COALESCE(e::jsonb->>'to', '') FROM unnest(p_events) WITH ORDINALITY AS u(e, o) ORDER BY o),
+                 ARRAY(SELECT COALESCE(e::jsonb->>'subject', '') FROM unnest(p_events) WITH ORDINALITY AS u(e, o) ORDER BY o),
+                 p_ids, p_events);
+         END IF;
+     END $fn$;
+     CREATE FUNCTION {s}.ack(p_seq BIGINT, p_token BIGINT, p_topics TEXT[], p_subjects TEXT[],
+                             p_ids TEXT[], p_events TEXT[])
+     RETURNS BOOLEAN LANGUAGE plpgsql AS $fn$
+     BEGIN
+         DELETE FROM {s}.queue q WHERE q.seq = p_seq AND q.token = p_token;
+         IF NOT FOUND THEN
+             RETURN FALSE;
+         END IF;
+         IF cardinality(p_ids) > 0 THEN
+             PERFORM {s}.enqueue(p_topics, p_subjects, p_ids, p_events);
+         END IF;
+         RETURN TRUE;
+     END $fn$;",
 ];
+
+/// `text` quoted as an SQL string literal.
+pub(crate) fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
 
 /// `name` quoted as an SQL identifier.
 pub(crate) fn quote_ident(name: &str) -> String {
@@ -179,7 +253,8 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<(), Ope
     }
     let start = usize::try_from(found).unwrap_or(0);
     for migration in MIGRATIONS.iter().skip(start) {
-        tx.batch_execute(&migration.replace("{s}", &s)).await.map_err(OpenError::Migration)?;
+        let sql = migration.replace("{s}", &s).replace("{lit}", &quote_literal(schema));
+        tx.batch_execute(&sql).await.map_err(OpenError::Migration)?;
     }
     if found < SCHEMA_VERSION {
         tx.batch_execute(&format!(

@@ -13,11 +13,13 @@ use orchestrator::memory::{
 use orchestrator::outbox::{Outbox, Pending};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 use crate::error::{OpenError, PgError, backend};
 use crate::queries as q;
+use crate::queue::{PgQueue, QueueConfig, Shared};
 use crate::schema::{migrate, quote_ident};
 
 /// How long a caller waits for a pooled connection, or for a new connection to be made, before
@@ -64,6 +66,14 @@ pub struct PgStore<R> {
     pool: Pool,
     /// The quoted schema name.
     schema: Arc<str>,
+    /// The schema name as given.
+    schema_name: String,
+    /// The queue's identity: server, database and schema.
+    queue_id: Arc<str>,
+    /// The connection settings (for a queue's listening connection).
+    pg: tokio_postgres::Config,
+    /// Wakes the idle consumers of this store's queues when a commit enqueues.
+    wake: Arc<Notify>,
     lease_ttl: Duration,
     retention: Retention,
     node: NodeId,
@@ -111,8 +121,12 @@ impl<R> PgStore<R> {
     /// [`OpenError::NewerSchema`].
     pub async fn open(config: PgConfig) -> Result<Self, OpenError> {
         let pg: tokio_postgres::Config = config.url.parse().map_err(OpenError::Url)?;
-        let manager =
-            Manager::from_config(pg, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let queue_id = queue_identity(&pg, &config.schema);
+        let manager = Manager::from_config(
+            pg.clone(),
+            NoTls,
+            ManagerConfig { recycling_method: RecyclingMethod::Fast },
+        );
         let pool = Pool::builder(manager)
             .max_size(config.pool_size.max(1))
             .runtime(Runtime::Tokio1)
@@ -130,11 +144,51 @@ impl<R> PgStore<R> {
         Ok(Self {
             pool,
             schema: quote_ident(&config.schema).into(),
+            schema_name: config.schema.clone(),
+            queue_id: queue_id.into(),
+            pg,
+            wake: Arc::new(Notify::new()),
             lease_ttl: config.lease_ttl,
             retention: config.retention,
             node: config.node,
             _record: PhantomData,
         })
+    }
+
+    /// The event queue in this store's schema: a [`Transport`](orchestrator::transport::Transport)
+    /// whose queue is this store's outbox (see [`crate::queue`]). It shares the store's
+    /// connection pool; several queues (in several processes) over one schema share the work.
+    ///
+    /// On a durable [`Node`](orchestrator::runtime::Node) over this store, each orchestrator
+    /// step then commits, in one transaction, the settlement of the event it consumed, the new
+    /// record, the journal entry and the events it produced:
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use orchestrator::orchestration::WorkflowRecord;
+    /// use orchestrator::runtime::Node;
+    /// use orchestrator_postgres::{PgConfig, PgStore, QueueConfig};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let store: PgStore<WorkflowRecord> =
+    ///     PgStore::open(PgConfig::new("postgres://postgres@127.0.0.1:5432/test")).await?;
+    /// let queue = store.queue(QueueConfig::default());
+    /// let node = Node::builder(Arc::new(store)).durable().transport(queue).build().await?;
+    /// # drop(node);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn queue(&self, config: QueueConfig) -> PgQueue {
+        PgQueue::new(Shared::new(
+            self.pool.clone(),
+            Arc::clone(&self.schema),
+            self.schema_name.clone(),
+            Arc::clone(&self.queue_id),
+            format!("{}:{:016x}", self.node.as_str(), fastrand::u64(..)),
+            config,
+            Arc::clone(&self.wake),
+            self.pg.clone(),
+        ))
     }
 
     /// The statement `template` for this store's schema.
@@ -376,7 +430,12 @@ where
         let version: Option<i64> = row.get(1);
         let version = version.map(|v| to_u64(id, "version", v)).transpose()?;
         match (status, version) {
-            (0, Some(version)) => Ok(version),
+            (0, Some(version)) => {
+                if commit.outbox.is_some_and(|step| !step.produced.is_empty()) {
+                    self.wake.notify_one();
+                }
+                Ok(version)
+            }
             (1, _) => {
                 Err(MemoryError::StaleLease { id: id.to_owned(), token: commit.lease.map_or(0, |l| l.token) })
             }
@@ -466,6 +525,9 @@ impl<R: Send + Sync> Outbox for PgStore<R> {
         let events = produced.iter().map(|e| encode("", "event", e)).collect::<Result<Vec<_>, _>>()?;
         let client = self.client("").await?;
         self.query(&client, "", q::OUTBOX_STEP, &[&consumed, &ids, &events]).await?;
+        if !produced.is_empty() {
+            self.wake.notify_one();
+        }
         Ok(())
     }
 
@@ -481,4 +543,28 @@ impl<R: Send + Sync> Outbox for PgStore<R> {
             })
             .collect()
     }
+
+    fn queue_id(&self) -> Option<&str> {
+        Some(&self.queue_id)
+    }
+}
+
+/// The identity of the queue in `schema` of the database `pg` points at.
+fn queue_identity(pg: &tokio_postgres::Config, schema: &str) -> String {
+    let hosts: Vec<String> = pg
+        .get_hosts()
+        .iter()
+        .map(|host| match host {
+            tokio_postgres::config::Host::Tcp(name) => name.clone(),
+            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .collect();
+    let ports: Vec<String> = pg.get_ports().iter().map(u16::to_string).collect();
+    format!(
+        "postgres://{}:{}/{}#{}",
+        hosts.join(","),
+        ports.join(","),
+        pg.get_dbname().unwrap_or_default(),
+        schema
+    )
 }

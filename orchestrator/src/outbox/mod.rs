@@ -85,6 +85,12 @@ pub trait Outbox: Send + Sync {
         after: u64,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<Pending>, MemoryError>> + Send;
+
+    /// When this outbox is also a transport's queue (a database queue), its identity: see
+    /// [`Transport::queue_id`](crate::transport::Transport::queue_id). `None` by default.
+    fn queue_id(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// A boxed `Send` future.
@@ -101,6 +107,8 @@ pub trait DynOutbox: Send + Sync {
     ) -> BoxFuture<'a, Result<(), MemoryError>>;
     /// See [`Outbox::pending`].
     fn pending_dyn(&self, after: u64, limit: usize) -> BoxFuture<'_, Result<Vec<Pending>, MemoryError>>;
+    /// See [`Outbox::queue_id`].
+    fn queue_id_dyn(&self) -> Option<&str>;
 }
 
 impl std::fmt::Debug for dyn DynOutbox {
@@ -120,6 +128,9 @@ impl<O: Outbox> DynOutbox for O {
     fn pending_dyn(&self, after: u64, limit: usize) -> BoxFuture<'_, Result<Vec<Pending>, MemoryError>> {
         Box::pin(self.pending(after, limit))
     }
+    fn queue_id_dyn(&self) -> Option<&str> {
+        self.queue_id()
+    }
 }
 
 impl Outbox for Arc<dyn DynOutbox> {
@@ -130,6 +141,10 @@ impl Outbox for Arc<dyn DynOutbox> {
     async fn pending(&self, after: u64, limit: usize) -> Result<Vec<Pending>, MemoryError> {
         (**self).pending_dyn(after, limit).await
     }
+
+    fn queue_id(&self) -> Option<&str> {
+        (**self).queue_id_dyn()
+    }
 }
 
 impl<O: Outbox> Outbox for Arc<O> {
@@ -139,5 +154,9 @@ impl<O: Outbox> Outbox for Arc<O> {
 
     async fn pending(&self, after: u64, limit: usize) -> Result<Vec<Pending>, MemoryError> {
         (**self).pending(after, limit).await
+    }
+
+    fn queue_id(&self) -> Option<&str> {
+        (**self).queue_id()
     }
 }

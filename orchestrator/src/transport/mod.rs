@@ -87,6 +87,18 @@ pub trait Transport: Send + Sync + 'static {
     /// Stops accepting events from outside. Subscriptions keep receiving what is already queued
     /// (and what its handlers produce) and end once that is drained.
     fn close(&self);
+
+    /// When this transport's queue is also a store's outbox (a database queue, such as
+    /// PostgreSQL's: a step's commit puts its products in the queue in the same transaction),
+    /// the identity of that queue, equal to the store's
+    /// [`Outbox::queue_id`](crate::outbox::Outbox::queue_id). A durable
+    /// [`Node`](crate::runtime::Node) whose store and transport report the same identity
+    /// publishes each event once (the outbox step *is* the publication) and redelivers nothing
+    /// when it starts (the queue kept it). `None` (the default): the transport has a queue of
+    /// its own.
+    fn queue_id(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// A stream of deliveries (see [`Transport::subscribe`]).

@@ -19,4 +19,8 @@ impl<T: Transport> Transport for Arc<T> {
     fn close(&self) {
         (**self).close();
     }
+
+    fn queue_id(&self) -> Option<&str> {
+        (**self).queue_id()
+    }
 }

@@ -142,6 +142,12 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     /// configuration violation: it is dead-lettered once). An event whose transient failures
     /// outlasted the retries, or whose handler panicked, is dead-lettered too but stays in the
     /// outbox: the next start tries it again.
+    ///
+    /// When the transport's queue *is* the store's outbox (both report the same
+    /// [`Transport::queue_id`], as a PostgreSQL store and its queue do), each step's commit
+    /// settles its delivery and enqueues its products in one transaction, [`Node::start`]
+    /// enqueues once, and nothing is redelivered at start (the queue kept it); dead letters go
+    /// to the transport's own dead letters.
     pub fn durable(mut self) -> Self
     where
         M: Outbox,
@@ -280,10 +286,15 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         }
         let dispatcher = Arc::new(dispatcher);
         let transport = Arc::new(self.transport);
+        // The outbox is the transport's queue: what is in it is queued already.
+        let queued_outbox = outbox
+            .as_ref()
+            .and_then(|outbox| outbox.queue_id_dyn())
+            .is_some_and(|id| transport.queue_id() == Some(id));
         // Read what a previous run left in flight before any worker produces more.
         let left = match &outbox {
-            Some(outbox) => crate::outbox::in_flight(outbox, 1_024).await?,
-            None => Vec::new(),
+            Some(outbox) if !queued_outbox => crate::outbox::in_flight(outbox, 1_024).await?,
+            Some(_) | None => Vec::new(),
         };
         let topics = if self.subscribe_all {
             Topics::All
@@ -306,7 +317,7 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         Ok(Node {
             store: self.store,
             transport,
-            outbox,
+            outbox: if queued_outbox { None } else { outbox },
             dispatcher,
             completions,
             clients: self.clients,

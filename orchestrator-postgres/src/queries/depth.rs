@@ -1,0 +1,5 @@
+//! The `DEPTH` statement.
+
+/// How many queued events wait unclaimed, counting no further than `$1`.
+pub(crate) const DEPTH: &str = "SELECT count(*) FROM (SELECT 1 FROM {s}.queue q \
+     WHERE q.claimed_until IS NULL OR q.claimed_until <= now() LIMIT $1) AS t";

@@ -1,0 +1,158 @@
+//! [`PgDelivery`]: one claimed row, settled with its claim's token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use orchestrator::event::Event;
+use orchestrator::transport::{Delivery, TransportError};
+
+use super::shared::{Claimed, Lane, Shared, columns, ms_i64, transport_error};
+use crate::error::PgError;
+use crate::queries as q;
+
+/// One delivery of a [`PgQueue`](super::PgQueue): a claimed row, held until settled or until
+/// its visibility deadline. Dropped unsettled, it is given back at once (a nack without delay).
+pub struct PgDelivery {
+    shared: Arc<Shared>,
+    seq: i64,
+    token: i64,
+    attempt: u32,
+    topic: String,
+    subject: String,
+    raw: String,
+    event: Event,
+    settled: bool,
+}
+
+impl std::fmt::Debug for PgDelivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgDelivery")
+            .field("seq", &self.seq)
+            .field("attempt", &self.attempt)
+            .field("event", &self.event.id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgDelivery {
+    /// The delivery of a claimed row; a row whose event cannot be decoded (written by hand, or
+    /// by another program) is moved to the dead letters instead, with the reason.
+    pub(super) async fn from_claim(shared: &Arc<Shared>, row: Claimed) -> Option<Self> {
+        let attempt = u32::try_from(row.attempt).unwrap_or(u32::MAX);
+        match serde_json::from_str::<Event>(&row.event) {
+            Ok(event) => Some(Self {
+                shared: Arc::clone(shared),
+                seq: row.seq,
+                token: row.token,
+                attempt,
+                topic: row.topic,
+                subject: row.subject,
+                raw: row.event,
+                event,
+                settled: false,
+            }),
+            Err(e) => {
+                let reason = format!("the queued event cannot be decoded: {e}");
+                tracing::warn!(event_id = row.event_id, %reason, "dead letter");
+                let attempt = i32::try_from(attempt).unwrap_or(i32::MAX);
+                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+                    &row.seq,
+                    &row.token,
+                    &row.topic,
+                    &row.subject,
+                    &row.event_id,
+                    &row.event,
+                    &attempt,
+                    &reason,
+                ];
+                if let Err(e) = shared.query(q::TERMINATE, &params).await {
+                    tracing::warn!(error = %e, "could not move an undecodable event to the dead letters");
+                }
+                None
+            }
+        }
+    }
+
+    /// Fails with a permanent error when the claim is no longer this delivery's.
+    fn held(&self, rows: &[tokio_postgres::Row]) -> Result<(), TransportError> {
+        if rows.is_empty() {
+            Err(transport_error(PgError::ClaimLost { event_id: self.event.id().to_owned() }))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Delivery for PgDelivery {
+    fn event(&self) -> &Event {
+        &self.event
+    }
+
+    fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    async fn ack(mut self, produced: Vec<Event>) -> Result<(), TransportError> {
+        // Refused products leave the delivery unsettled: dropped, it is delivered again.
+        let lanes = Lane::of_all(&produced)?;
+        let (topics, subjects, ids, json) = columns(&lanes, &produced)?;
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
+            [&self.seq, &self.token, &topics, &subjects, &ids, &json];
+        self.shared.query(q::ACK, &params).await?;
+        self.settled = true;
+        if !produced.is_empty() {
+            self.shared.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    async fn nack(mut self, delay: Duration) -> Result<(), TransportError> {
+        let delay = ms_i64(delay);
+        let rows = self.shared.query(q::NACK, &[&self.seq, &self.token, &delay]).await?;
+        self.settled = true;
+        if delay == 0 {
+            self.shared.wake.notify_one();
+        }
+        self.held(&rows)
+    }
+
+    async fn extend(&self, by: Duration) -> Result<(), TransportError> {
+        let rows = self.shared.query(q::EXTEND, &[&self.seq, &self.token, &ms_i64(by)]).await?;
+        self.held(&rows)
+    }
+
+    async fn terminate(mut self, reason: String) -> Result<(), TransportError> {
+        let attempt = i32::try_from(self.attempt).unwrap_or(i32::MAX);
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+            &self.seq,
+            &self.token,
+            &self.topic,
+            &self.subject,
+            &self.event.id(),
+            &self.raw,
+            &attempt,
+            &reason,
+        ];
+        self.shared.query(q::TERMINATE, &params).await?;
+        self.settled = true;
+        Ok(())
+    }
+}
+
+impl Drop for PgDelivery {
+    fn drop(&mut self) {
+        if self.settled || tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let shared = Arc::clone(&self.shared);
+        let (seq, token) = (self.seq, self.token);
+        tokio::spawn(async move {
+            match shared.query(q::NACK, &[&seq, &token, &0_i64]).await {
+                Ok(_) => shared.wake.notify_one(),
+                Err(e) => {
+                    tracing::debug!(error = %e, "giving back a dropped delivery failed; its claim will lapse")
+                }
+            }
+        });
+    }
+}
