@@ -39,9 +39,10 @@ pub struct PgConfig {
     pub retention: Retention,
     /// The most connections the pool opens.
     pub pool_size: usize,
-    /// This node's identity, recorded with each lease it holds. It must name one live process at
-    /// a time: opening frees every lease held under it (what a previous run of this node left
-    /// when it stopped or crashed), so that its workflows need not wait for the leases to lapse.
+    /// This node's identity, recorded with each lease it holds and each queue claim its queues
+    /// make. It must name one live process at a time: opening frees every lease and claim held
+    /// under it (what a previous run of this node left when it stopped or crashed), so that its
+    /// workflows and events need not wait for them to lapse.
     pub node: NodeId,
 }
 
@@ -139,6 +140,8 @@ impl<R> PgStore<R> {
             let client: &mut tokio_postgres::Client = &mut client;
             migrate(client, &config.schema).await?;
             let release = q::RELEASE_NODE.replace("{s}", &quote_ident(&config.schema));
+            client.execute(&release, &[&config.node.as_str()]).await.map_err(OpenError::Migration)?;
+            let release = q::RELEASE_CLAIMS.replace("{s}", &quote_ident(&config.schema));
             client.execute(&release, &[&config.node.as_str()]).await.map_err(OpenError::Migration)?;
         }
         Ok(Self {

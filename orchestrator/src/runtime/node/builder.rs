@@ -145,9 +145,10 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     ///
     /// When the transport's queue *is* the store's outbox (both report the same
     /// [`Transport::queue_id`], as a PostgreSQL store and its queue do), each step's commit
-    /// settles its delivery and enqueues its products in one transaction, [`Node::start`]
-    /// enqueues once, and nothing is redelivered at start (the queue kept it); dead letters go
-    /// to the transport's own dead letters.
+    /// settles its delivery and enqueues its products in one transaction, a service's ack does
+    /// the same for its products (fenced by its claim on the event), [`Node::start`] enqueues
+    /// once, and nothing is redelivered at start (the queue kept it); dead letters go to the
+    /// transport's own dead letters.
     pub fn durable(mut self) -> Self
     where
         M: Outbox,
@@ -256,6 +257,12 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     pub async fn build(self) -> Result<Node<M, T>, NodeError> {
         tokio::runtime::Handle::try_current().map_err(|_| NodeError::NoRuntime)?;
         let outbox = self.outbox.clone();
+        // The outbox is the transport's queue: what is in it is queued already, and a service's
+        // ack settles its event and enqueues its products in one step, fenced by its claim.
+        let queued_outbox = outbox
+            .as_ref()
+            .and_then(|outbox| outbox.queue_id_dyn())
+            .is_some_and(|id| self.transport.queue_id() == Some(id));
         let mut handlers: Vec<Arc<dyn DynEventHandler>> = Vec::new();
         let mut workflows = Vec::new();
         for workflow in self.workflows {
@@ -271,8 +278,8 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         for handler in self.services.into_iter().chain(sinks) {
             handlers.push(match &outbox {
                 // Each event the handler consumes leaves the outbox with what it produced.
-                Some(outbox) => Arc::new(Outboxed::new(handler, Arc::clone(outbox))),
-                None => handler,
+                Some(outbox) if !queued_outbox => Arc::new(Outboxed::new(handler, Arc::clone(outbox))),
+                Some(_) | None => handler,
             });
         }
         check_services(&handlers, &workflows, &self.remote)?;
@@ -286,11 +293,6 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         }
         let dispatcher = Arc::new(dispatcher);
         let transport = Arc::new(self.transport);
-        // The outbox is the transport's queue: what is in it is queued already.
-        let queued_outbox = outbox
-            .as_ref()
-            .and_then(|outbox| outbox.queue_id_dyn())
-            .is_some_and(|id| transport.queue_id() == Some(id));
         // Read what a previous run left in flight before any worker produces more.
         let left = match &outbox {
             Some(outbox) if !queued_outbox => crate::outbox::in_flight(outbox, 1_024).await?,
