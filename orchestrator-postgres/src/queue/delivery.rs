@@ -98,7 +98,17 @@ impl Delivery for PgDelivery {
         let (topics, subjects, ids, json) = columns(&lanes, &produced)?;
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
             [&self.seq, &self.token, &topics, &subjects, &ids, &json];
-        self.shared.query(q::ACK, &params).await?;
+        if let Err(e) = self.shared.query(q::ACK, &params).await {
+            if !e.is_transient() {
+                // The database refuses the products for good (a key too long for its index, a
+                // NUL character): delivering the event again would fail the same way, so it
+                // becomes a dead letter with the reason.
+                let reason = format!("its products were refused: {e}");
+                tracing::warn!(event_id = self.event.id(), %reason, "dead letter");
+                self.terminate_now(&reason).await?;
+            }
+            return Err(e);
+        }
         self.settled = true;
         if !produced.is_empty() {
             self.shared.wake.notify_one();
@@ -122,6 +132,13 @@ impl Delivery for PgDelivery {
     }
 
     async fn terminate(mut self, reason: String) -> Result<(), TransportError> {
+        self.terminate_now(&reason).await
+    }
+}
+
+impl PgDelivery {
+    /// Moves the event to the dead letters with `reason` (see `TERMINATE`).
+    async fn terminate_now(&mut self, reason: &str) -> Result<(), TransportError> {
         let attempt = i32::try_from(self.attempt).unwrap_or(i32::MAX);
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
             &self.seq,

@@ -1,0 +1,132 @@
+//! Hostile input on the queue: ids, subjects and data of any characters round-trip (every value
+//! is a bound parameter); what the database cannot hold (an incompressible 10 kB subject, over
+//! the lane index's limit) is refused with a permanent error and nothing is queued; products
+//! refused for good make their event a dead letter with the reason, instead of a delivery that
+//! fails forever; a row whose event cannot be decoded is never delivered, it is dead-lettered.
+
+mod common;
+
+use std::time::Duration;
+
+use orchestrator::event::Event;
+use orchestrator::memory::Retention;
+use orchestrator::transport::{Delivery, Subscription, Topics, Transport, TransportError};
+use orchestrator_postgres::{PgQueue, PgStore, QueueConfig};
+
+use common::{config, database_url, drop_schema, fresh_schema, run_sql};
+
+const TOPIC: &str = "com.hostile.step";
+
+fn hostile() -> Vec<String> {
+    vec![
+        "'; DROP TABLE queue; --".to_owned(),
+        "back\\slash \\x00 \\' \"quoted\"".to_owned(),
+        "unicode: é 漢字 🚀 \u{202e}rtl".to_owned(),
+        "$1 $2 {s} %s ?".to_owned(),
+        "x".repeat(10_000),
+    ]
+}
+
+/// `text` as a subject may carry it (a properly encoded URI): quotes and reserved characters stay,
+/// everything else outside the unreserved characters is percent-encoded.
+fn uri(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.!~*'();,/?:@&=+$#".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn event(id: &str, subject: &str, value: &str) -> Event {
+    Event::builder()
+        .id(id)
+        .source("com.hostile.client")
+        .r#type(TOPIC)
+        .to(TOPIC)
+        .subject(subject)
+        .data_json(serde_json::json!({ "value": value }))
+        .build()
+        .expect("event")
+}
+
+async fn next(queue: &PgQueue) -> orchestrator_postgres::PgDelivery {
+    let mut subscription = queue.subscribe(Topics::All).await.expect("subscribe");
+    tokio::time::timeout(Duration::from_secs(10), subscription.next())
+        .await
+        .expect("a delivery within 10 s")
+        .expect("a delivery")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_events_round_trip_or_are_refused() {
+    let Some(url) = database_url() else { return };
+    let schema = fresh_schema();
+    let store: PgStore<String> =
+        PgStore::open(config(&url, &schema, Duration::from_secs(30), Retention::Keep)).await.expect("open");
+    let queue = store.queue(QueueConfig { poll: Duration::from_millis(20), ..QueueConfig::default() });
+
+    for (i, value) in hostile().into_iter().enumerate() {
+        let published = event(&format!("{value}-{i}"), &uri(&value), &value);
+        queue.publish(vec![published.clone()]).await.expect("publish");
+        let delivery = next(&queue).await;
+        assert_eq!(delivery.event(), &published, "the event round-trips");
+        let product = event(&format!("product-{value}-{i}"), &uri(&format!("p:{value}")), &value);
+        delivery.ack(vec![product.clone()]).await.expect("ack");
+        let delivery = next(&queue).await;
+        assert_eq!(delivery.event(), &product, "the product round-trips");
+        delivery.ack(vec![]).await.expect("ack");
+    }
+    assert_eq!(queue.depth(10).await.expect("depth"), 0);
+
+    // 10 kB of incompressible text: too large for the lane index. Refused for good, nothing
+    // queued.
+    let random: String = (0..10_000).map(|_| fastrand::alphanumeric()).collect();
+    match queue.publish(vec![event("big-subject", &random, "v")]).await {
+        Err(e @ TransportError::Backend { .. }) => assert!(!e.is_transient(), "permanent: {e}"),
+        other => panic!("a 10 kB incompressible subject must be refused, got {other:?}"),
+    }
+    assert_eq!(queue.depth(10).await.expect("depth"), 0, "nothing queued");
+
+    // The same as a product: the consumed event becomes a dead letter, with the reason.
+    queue.publish(vec![event("makes-a-big-product", "s", "v")]).await.expect("publish");
+    let delivery = next(&queue).await;
+    match delivery.ack(vec![event("big-product", &random, "v")]).await {
+        Err(e) => assert!(!e.is_transient(), "permanent: {e}"),
+        Ok(()) => panic!("a 10 kB incompressible product subject must be refused"),
+    }
+    let dead = queue.dead_letters(0, 10).await.expect("dead letters");
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0].event_id, "makes-a-big-product");
+    assert!(dead[0].reason.contains("products were refused"), "{}", dead[0].reason);
+    assert_eq!(queue.depth(10).await.expect("depth"), 0, "nothing queued, the event not redelivered");
+
+    // A row written by another program that is not an event: dead-lettered, never delivered.
+    run_sql(
+        &url,
+        &format!(
+            "INSERT INTO \"{schema}\".queue (topic, subject, event_id, event) VALUES ('{TOPIC}', 's', 'junk', '{{not json')"
+        ),
+    )
+    .await
+    .expect("insert a junk row");
+    queue.publish(vec![event("after-junk", "s2", "v")]).await.expect("publish");
+    let delivery = next(&queue).await;
+    assert_eq!(delivery.event().id(), "after-junk", "the junk row is not delivered");
+    delivery.ack(vec![]).await.expect("ack");
+    let dead = queue.dead_letters(dead[0].seq, 10).await.expect("dead letters");
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0].event_id, "junk");
+    assert!(dead[0].reason.contains("cannot be decoded"), "{}", dead[0].reason);
+    // An operator can put a dead letter back.
+    let first = queue.dead_letters(0, 1).await.expect("dead letters");
+    assert!(queue.requeue(first[0].seq).await.expect("requeue"));
+    let delivery = next(&queue).await;
+    assert_eq!(delivery.event().id(), "makes-a-big-product", "requeued");
+    assert_eq!(delivery.attempt(), 1, "a fresh delivery");
+    delivery.ack(vec![]).await.expect("ack");
+    drop_schema(&url, &schema).await;
+}
