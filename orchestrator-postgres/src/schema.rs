@@ -149,7 +149,8 @@ const MIGRATIONS: &[&str] = &[
          o_version := v_version;
      END $fn$;",
     // 3: the outbox becomes the event queue (a row per event, with its lane, its claim and its
-    // visibility), the transport's dead letters get a table, and every enqueue wakes listeners.
+    // visibility), the transport's dead letters get a table, claims and settlements are
+    // functions.
     "CREATE SEQUENCE {s}.claim_tokens;
      CREATE TABLE {s}.queue (
          seq BIGSERIAL PRIMARY KEY,
@@ -164,7 +165,10 @@ const MIGRATIONS: &[&str] = &[
          claimed_until TIMESTAMPTZ,
          enqueued_at TIMESTAMPTZ NOT NULL DEFAULT now()
      );
+     ALTER TABLE {s}.queue SET (autovacuum_vacuum_scale_factor = 0.02, autovacuum_vacuum_threshold = 1000);
      CREATE INDEX queue_lane ON {s}.queue (topic, subject, seq);
+     CREATE INDEX queue_ready ON {s}.queue (seq) WHERE claimed_by IS NULL;
+     CREATE INDEX queue_claims ON {s}.queue (claimed_until) WHERE claimed_by IS NOT NULL;
      CREATE TABLE {s}.dead_letters (
          seq BIGSERIAL PRIMARY KEY,
          topic TEXT NOT NULL,
@@ -188,8 +192,6 @@ const MIGRATIONS: &[&str] = &[
          FROM unnest(p_topics, p_subjects, p_ids, p_events) WITH ORDINALITY AS t(topic, subject, id, ev, ord)
          ORDER BY t.ord
          ON CONFLICT (event_id) DO NOTHING;
-         -- Wakes idle pollers of other processes early (they poll on a timer anyway).
-         PERFORM pg_notify('orchestrator_queue', {lit});
      END $fn$;
      CREATE OR REPLACE FUNCTION {s}.outbox_step(p_consumed TEXT, p_ids TEXT[], p_events TEXT[])
      RETURNS VOID LANGUAGE plpgsql AS $fn$
@@ -204,6 +206,26 @@ const MIGRATIONS: &[&str] = &[
                  p_ids, p_events);
          END IF;
      END $fn$;
+     -- Claims walk the unclaimed rows in queue order and stop at the first claimable ones: a
+     -- plan that collects and sorts every candidate (which stale statistics on a young, busy
+     -- table invite) costs a claim as much as the whole backlog.
+     CREATE FUNCTION {s}.claim(p_topics TEXT[], p_limit BIGINT, p_owner TEXT, p_ms BIGINT)
+     RETURNS TABLE (seq BIGINT, token BIGINT, attempt INTEGER, topic TEXT, subject TEXT,
+                    event_id TEXT, event TEXT)
+     LANGUAGE sql SET enable_bitmapscan = off SET enable_sort = off AS $fn$
+         WITH picked AS (
+             SELECT q.seq FROM {s}.queue q
+             WHERE q.claimed_by IS NULL AND (p_topics IS NULL OR q.topic = ANY (p_topics))
+               AND q.visible_at <= now()
+               AND NOT EXISTS (SELECT 1 FROM {s}.queue p
+                               WHERE p.topic = q.topic AND p.subject = q.subject
+                                 AND (p.seq < q.seq OR p.claimed_by IS NOT NULL))
+             ORDER BY q.seq LIMIT p_limit FOR UPDATE SKIP LOCKED)
+         UPDATE {s}.queue q SET attempt = q.attempt + 1, token = nextval('{s}.claim_tokens'),
+             claimed_by = p_owner, claimed_until = now() + p_ms * interval '1 millisecond'
+         FROM picked WHERE q.seq = picked.seq
+         RETURNING q.seq, q.token, q.attempt, q.topic, q.subject, q.event_id, q.event
+     $fn$;
      CREATE FUNCTION {s}.ack(p_seq BIGINT, p_token BIGINT, p_topics TEXT[], p_subjects TEXT[],
                              p_ids TEXT[], p_events TEXT[])
      RETURNS BOOLEAN LANGUAGE plpgsql AS $fn$
@@ -218,11 +240,6 @@ const MIGRATIONS: &[&str] = &[
          RETURN TRUE;
      END $fn$;",
 ];
-
-/// `text` quoted as an SQL string literal.
-pub(crate) fn quote_literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
 
 /// `name` quoted as an SQL identifier.
 pub(crate) fn quote_ident(name: &str) -> String {
@@ -253,8 +270,7 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<(), Ope
     }
     let start = usize::try_from(found).unwrap_or(0);
     for migration in MIGRATIONS.iter().skip(start) {
-        let sql = migration.replace("{s}", &s).replace("{lit}", &quote_literal(schema));
-        tx.batch_execute(&sql).await.map_err(OpenError::Migration)?;
+        tx.batch_execute(&migration.replace("{s}", &s)).await.map_err(OpenError::Migration)?;
     }
     if found < SCHEMA_VERSION {
         tx.batch_execute(&format!(

@@ -13,12 +13,12 @@ use orchestrator::memory::{
 use orchestrator::outbox::{Outbox, Pending};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::sync::Notify;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 use crate::error::{OpenError, PgError, backend};
 use crate::queries as q;
+use crate::queue::signals::Signals;
 use crate::queue::{PgQueue, QueueConfig, Shared};
 use crate::schema::{migrate, quote_ident};
 
@@ -74,7 +74,7 @@ pub struct PgStore<R> {
     /// The connection settings (for a queue's listening connection).
     pg: tokio_postgres::Config,
     /// Wakes the idle consumers of this store's queues when a commit enqueues.
-    wake: Arc<Notify>,
+    wake: Arc<Signals>,
     lease_ttl: Duration,
     retention: Retention,
     node: NodeId,
@@ -144,13 +144,14 @@ impl<R> PgStore<R> {
             let release = q::RELEASE_CLAIMS.replace("{s}", &quote_ident(&config.schema));
             client.execute(&release, &[&config.node.as_str()]).await.map_err(OpenError::Migration)?;
         }
+        let wake = Arc::new(Signals::default());
         Ok(Self {
             pool,
             schema: quote_ident(&config.schema).into(),
             schema_name: config.schema.clone(),
             queue_id: queue_id.into(),
             pg,
-            wake: Arc::new(Notify::new()),
+            wake,
             lease_ttl: config.lease_ttl,
             retention: config.retention,
             node: config.node,
@@ -182,6 +183,8 @@ impl<R> PgStore<R> {
     /// # }
     /// ```
     pub fn queue(&self, config: QueueConfig) -> PgQueue {
+        // Other processes' queues are woken when this process enqueues.
+        self.wake.spawn_notifier(self.pool.clone(), self.schema_name.clone());
         PgQueue::new(Shared::new(
             self.pool.clone(),
             Arc::clone(&self.schema),
@@ -435,7 +438,7 @@ where
         match (status, version) {
             (0, Some(version)) => {
                 if commit.outbox.is_some_and(|step| !step.produced.is_empty()) {
-                    self.wake.notify_one();
+                    self.wake.enqueued();
                 }
                 Ok(version)
             }
@@ -529,7 +532,7 @@ impl<R: Send + Sync> Outbox for PgStore<R> {
         let client = self.client("").await?;
         self.query(&client, "", q::OUTBOX_STEP, &[&consumed, &ids, &events]).await?;
         if !produced.is_empty() {
-            self.wake.notify_one();
+            self.wake.enqueued();
         }
         Ok(())
     }

@@ -2,6 +2,10 @@
 
 /// `acquire` in one statement: the lease (when `$4`), the record of `$1` and the journal's answer
 /// for the event `($5, $6)`.
+///
+/// Its transaction commits without waiting for the WAL to reach the disk: a lease lost in a
+/// server crash is only taken again by someone else, and every write it guards is also a
+/// compare-and-swap on the record's version, made by a synchronous commit.
 pub(crate) const ACQUIRE: &str = concat!(
     "WITH l AS (\
        INSERT INTO {s}.leases AS l (id, owner, token, expires_at) \
@@ -15,5 +19,6 @@ pub(crate) const ACQUIRE: &str = concat!(
      SELECT (SELECT token FROM l), (SELECT expires_ms FROM l), w.record::text, w.version, \
        (SELECT j.produced FROM {s}.journal j WHERE j.wf = $1 AND j.consumed_source = $5 \
         AND j.consumed_id = $6 ORDER BY j.version LIMIT 1) \
-     FROM (SELECT 1) AS one LEFT JOIN {s}.workflows w ON w.id = $1"
+     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed \
+       LEFT JOIN {s}.workflows w ON w.id = $1"
 );

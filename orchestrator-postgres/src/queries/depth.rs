@@ -2,4 +2,4 @@
 
 /// How many queued events wait unclaimed, counting no further than `$1`.
 pub(crate) const DEPTH: &str = "SELECT count(*) FROM (SELECT 1 FROM {s}.queue q \
-     WHERE q.claimed_until IS NULL OR q.claimed_until <= now() LIMIT $1) AS t";
+     WHERE q.claimed_by IS NULL LIMIT $1) AS t";

@@ -111,7 +111,7 @@ impl Delivery for PgDelivery {
         }
         self.settled = true;
         if !produced.is_empty() {
-            self.shared.wake.notify_one();
+            self.shared.wake.enqueued();
         }
         Ok(())
     }

@@ -6,11 +6,11 @@ use std::future::poll_fn;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use super::signals::Signals;
 use tokio_postgres::{AsyncMessage, NoTls};
 
 /// Listens until aborted.
-pub(super) async fn listen(pg: tokio_postgres::Config, schema: String, wake: Arc<Notify>) {
+pub(super) async fn listen(pg: tokio_postgres::Config, schema: String, wake: Arc<Signals>) {
     let mut pause = Duration::from_millis(100);
     loop {
         match listen_once(&pg, &schema, &wake).await {
@@ -26,7 +26,7 @@ pub(super) async fn listen(pg: tokio_postgres::Config, schema: String, wake: Arc
 async fn listen_once(
     pg: &tokio_postgres::Config,
     schema: &str,
-    wake: &Notify,
+    wake: &Signals,
 ) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = pg.connect(NoTls).await?;
     let listen = client.batch_execute("LISTEN orchestrator_queue");

@@ -36,6 +36,7 @@ mod dead_letter;
 mod delivery;
 mod listener;
 mod shared;
+pub(crate) mod signals;
 mod subscription;
 
 use std::sync::Arc;
@@ -98,7 +99,7 @@ impl PgQueue {
         let seq = i64::try_from(seq).unwrap_or(i64::MAX);
         let rows = self.shared.query(q::REQUEUE, &[&seq]).await?;
         if !rows.is_empty() {
-            self.shared.wake.notify_one();
+            self.shared.wake.enqueued();
         }
         Ok(!rows.is_empty())
     }

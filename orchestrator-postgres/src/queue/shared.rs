@@ -2,17 +2,17 @@
 //! wake-ups, the statements.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
 use orchestrator::event::Event;
 use orchestrator::transport::{Topics, TransportError};
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_postgres::types::ToSql;
 
 use super::QueueConfig;
+use super::signals::Signals;
 use crate::error::PgError;
 use crate::queries as q;
 
@@ -82,8 +82,11 @@ pub(crate) struct Shared {
     pub(super) owner: String,
     pub(super) config: QueueConfig,
     /// Wakes idle consumers of this process: enqueues here, settlements, notifications.
-    pub(super) wake: Arc<Notify>,
+    pub(super) wake: Arc<Signals>,
     closed: AtomicBool,
+    /// When lapsed claims were last reaped, in ms since `born`.
+    reaped_at: AtomicU64,
+    born: Instant,
     /// The settings of the listening connection.
     pg: tokio_postgres::Config,
     listener: std::sync::Mutex<Option<JoinHandle<()>>>,
@@ -98,7 +101,7 @@ impl Shared {
         queue_id: Arc<str>,
         owner: String,
         config: QueueConfig,
-        wake: Arc<Notify>,
+        wake: Arc<Signals>,
         pg: tokio_postgres::Config,
     ) -> Self {
         Self {
@@ -110,6 +113,8 @@ impl Shared {
             config,
             wake,
             closed: AtomicBool::new(false),
+            reaped_at: AtomicU64::new(0),
+            born: Instant::now(),
             pg,
             listener: std::sync::Mutex::new(None),
         }
@@ -149,7 +154,24 @@ impl Shared {
     pub(super) async fn enqueue(&self, lanes: &[Lane], events: &[Event]) -> Result<(), TransportError> {
         let (topics, subjects, ids, json) = columns(lanes, events)?;
         self.query(q::ENQUEUE, &[&topics, &subjects, &ids, &json]).await?;
-        self.wake.notify_one();
+        self.wake.enqueued();
+        Ok(())
+    }
+
+    /// Makes lapsed claims (of consumers that died or stall) claimable again, at most once per
+    /// poll interval in this process.
+    pub(super) async fn reap(&self) -> Result<(), TransportError> {
+        let now = u64::try_from(self.born.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.reaped_at.load(Ordering::Acquire);
+        let due = now.saturating_sub(last) >= u64::try_from(self.config.poll.as_millis()).unwrap_or(u64::MAX);
+        if !due || self.reaped_at.compare_exchange(last, now, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return Ok(());
+        }
+        let reaped = self.query(q::REAP_CLAIMS, &[]).await?;
+        if !reaped.is_empty() {
+            tracing::debug!(reaped = reaped.len(), "lapsed queue claims made claimable again");
+            self.wake.notify_one();
+        }
         Ok(())
     }
 

@@ -46,7 +46,10 @@ impl PgSubscription {
             let shared = Arc::clone(&self.shared);
             let topics = self.topics.clone();
             let batch = shared.config.batch;
-            tokio::spawn(async move { shared.claim(&topics, batch).await })
+            tokio::spawn(async move {
+                shared.reap().await?;
+                shared.claim(&topics, batch).await
+            })
         })
     }
 
