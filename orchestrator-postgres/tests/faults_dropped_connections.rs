@@ -20,7 +20,7 @@ use orchestrator_postgres::PgStore;
 
 use common::workload::{self, Client};
 
-const WORKFLOWS: usize = 300;
+const WORKFLOWS: usize = 400;
 
 /// `url` with `application_name` set, so that the killer finds this store's connections and
 /// only them.
@@ -29,7 +29,7 @@ fn with_application_name(url: &str, name: &str) -> String {
     format!("{url}{separator}application_name={name}")
 }
 
-/// Kills every backend named `victims` every 20–200 ms until `stop`; returns how many it
+/// Kills every backend named `victims` every 30–150 ms until `stop`; returns how many it
 /// killed and in how many rounds.
 async fn killer(url: String, victims: String, stop: Arc<AtomicBool>) -> (i64, usize) {
     let (client, connection) =
@@ -40,7 +40,7 @@ async fn killer(url: String, victims: String, stop: Arc<AtomicBool>) -> (i64, us
     let mut killed = 0;
     let mut rounds = 0;
     while !stop.load(Ordering::Relaxed) {
-        tokio::time::sleep(Duration::from_millis(fastrand::u64(20..200))).await;
+        tokio::time::sleep(Duration::from_millis(fastrand::u64(30..150))).await;
         let row = client
             .query_one(
                 "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity \
