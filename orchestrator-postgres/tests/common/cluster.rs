@@ -59,9 +59,15 @@ impl Cluster {
             run(Command::new("chown").arg("postgres:").arg(&cluster.dir))?;
         }
         cluster.pg("initdb", |c| {
-            c.arg("-D")
-                .arg(cluster.data())
-                .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"])
+            c.arg("-D").arg(cluster.data()).args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--no-instructions",
+            ])
         })?;
         cluster.start_server()?;
         Ok(cluster)
@@ -215,4 +221,3 @@ fn free_port() -> Result<u16, String> {
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot bind 127.0.0.1:0: {e}"))?;
     listener.local_addr().map(|a| a.port()).map_err(|e| format!("no local address: {e}"))
 }
-

@@ -164,7 +164,11 @@ impl EventHandler for Client {
 /// done, its journal is gapless (versions `1..=version`: init, sum, quotient) and agrees with
 /// the state, no event was consumed twice, one completion was produced, and nothing is left in
 /// the outbox. Returns how many completions were delivered more than once (same id).
-pub async fn check(store: &PgStore<WorkflowRecord>, completions: &HashMap<String, Completion>, inits: &[Event]) -> usize {
+pub async fn check(
+    store: &PgStore<WorkflowRecord>,
+    completions: &HashMap<String, Completion>,
+    inits: &[Event],
+) -> usize {
     let mut by_subject: HashMap<&str, Vec<&Completion>> = HashMap::new();
     for completion in completions.values() {
         by_subject.entry(completion.subject.as_str()).or_default().push(completion);
@@ -189,13 +193,18 @@ pub async fn check(store: &PgStore<WorkflowRecord>, completions: &HashMap<String
         assert_eq!(stored.version, 3, "workflow {i}: three steps (init, sum, quotient)");
         let journal = store.history(subject, 0, 100).await.expect("reading the journal");
         let versions: Vec<u64> = journal.iter().map(|e| e.version).collect();
-        assert_eq!(versions, (1..=stored.version).collect::<Vec<_>>(), "workflow {i}: the journal is gapless");
+        assert_eq!(
+            versions,
+            (1..=stored.version).collect::<Vec<_>>(),
+            "workflow {i}: the journal is gapless"
+        );
         assert_eq!(journal.last().map(|e| &e.record), Some(&stored.record), "workflow {i}: journal = state");
         let consumed: Vec<&str> = journal.iter().filter_map(|e| e.consumed.as_ref().map(Event::id)).collect();
         let unique: HashSet<&str> = consumed.iter().copied().collect();
         assert_eq!(unique.len(), consumed.len(), "workflow {i}: an event consumed twice: {consumed:?}");
         assert_eq!(consumed.first().copied(), Some(init.id()), "workflow {i} started by its init");
-        let completions_produced = journal.iter().flat_map(|e| &e.produced).filter(|e| e.to() == Some(CLIENT));
+        let completions_produced =
+            journal.iter().flat_map(|e| &e.produced).filter(|e| e.to() == Some(CLIENT));
         let completions_produced: Vec<&str> = completions_produced.map(Event::id).collect();
         assert_eq!(completions_produced.len(), 1, "workflow {i}: completion events produced");
         assert!(
