@@ -102,7 +102,7 @@ pub struct Completion {
 #[derive(Clone, Default)]
 pub struct Client {
     seen: Arc<Mutex<HashMap<String, Completion>>>,
-    /// Print `COMPLETED <subject> <event id>` for each completion (a child process reporting to
+    /// Print `COMPLETED <subject> <event id> <average>` for each completion (a child process reporting to
     /// its parent).
     print: bool,
 }
@@ -149,7 +149,7 @@ impl EventHandler for Client {
         let average = event.data()["average"].as_f64().ok_or_else(|| Violation::contract("no average"))?;
         let subject = event.subject().to_owned();
         if self.print {
-            println!("COMPLETED {subject} {}", event.id());
+            println!("COMPLETED {subject} {} {average}", event.id());
         }
         self.seen()
             .entry(event.id().to_owned())
