@@ -1,11 +1,13 @@
 //! Dropped connections: a durable node over a `PgStore` runs a few hundred averaging workflows
 //! while another connection keeps killing the store's connections mid-flight
-//! (`pg_terminate_backend` on every backend with the store's `application_name`), whatever they
-//! are doing: an `acquire`, a `commit` in its transaction, an outbox step. The failures are
-//! transient, so the runtime retries them with jittered backoff; at the end every workflow has
-//! completed exactly once (one completion event, with the right result), its journal is gapless
-//! and agrees with its state, no event was consumed twice, nothing is left in the outbox, nothing
-//! was dead-lettered, and connections were indeed killed and deliveries indeed retried.
+//! (`pg_terminate_backend` every few tens of milliseconds on a backend with the store's
+//! `application_name`, one running a statement when there is one, and now and then on all),
+//! whatever they are doing: an `acquire`, a `commit` in its transaction, an outbox step. The
+//! failures are transient, so the runtime retries them with jittered backoff; at the end every
+//! workflow has completed exactly once (one completion event, with the right result), its journal
+//! is gapless and agrees with its state, no event was consumed twice, nothing is left in the
+//! outbox, nothing was dead-lettered, and connections were indeed killed and deliveries indeed
+//! retried.
 
 mod common;
 
@@ -29,8 +31,8 @@ fn with_application_name(url: &str, name: &str) -> String {
     format!("{url}{separator}application_name={name}")
 }
 
-/// Kills every backend named `victims` every 30–150 ms until `stop`; returns how many it
-/// killed and in how many rounds.
+/// Until `stop`, every 20–100 ms, kills one backend named `victims`, picked at random among
+/// those running a statement if any (every tenth round, all of them); returns how many it killed and in how many rounds.
 async fn killer(url: String, victims: String, stop: Arc<AtomicBool>) -> (i64, usize) {
     let (client, connection) =
         tokio_postgres::connect(&with_application_name(&url, "faults-killer"), tokio_postgres::NoTls)
@@ -40,12 +42,15 @@ async fn killer(url: String, victims: String, stop: Arc<AtomicBool>) -> (i64, us
     let mut killed = 0;
     let mut rounds = 0;
     while !stop.load(Ordering::Relaxed) {
-        tokio::time::sleep(Duration::from_millis(fastrand::u64(30..150))).await;
+        tokio::time::sleep(Duration::from_millis(fastrand::u64(20..100))).await;
+        let limit: i64 = if rounds % 10 == 9 { 1_000 } else { 1 };
         let row = client
             .query_one(
-                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity \
-                 WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = $1",
-                &[&victims],
+                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM ( \
+                   SELECT pid FROM pg_stat_activity \
+                   WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = $1 \
+                   ORDER BY state = 'active' DESC, random() LIMIT $2) AS victims",
+                &[&victims, &limit],
             )
             .await
             .expect("pg_terminate_backend");
