@@ -186,7 +186,7 @@ impl ChildProcess {
         Self { child, stdin, lines, log: Vec::new() }
     }
 
-    /// Reads lines until one satisfies `wanted` (returned) or `within` passes (`None`).
+    /// Reads lines until the log satisfies `wanted` (true) or `within` passes (false).
     fn wait_for(&mut self, within: Duration, wanted: impl Fn(&[String]) -> bool) -> bool {
         let deadline = Instant::now() + within;
         while !wanted(&self.log) {
