@@ -102,6 +102,10 @@ impl Outbox for AnnouncedCommits {
     async fn pending(&self, after: u64, limit: usize) -> Result<Vec<Pending>, MemoryError> {
         self.inner.pending(after, limit).await
     }
+
+    fn queue_id(&self) -> Option<&str> {
+        self.inner.queue_id()
+    }
 }
 
 /// The child: starts the workflows on its node, then, once the parent writes a line (or closes
