@@ -22,7 +22,7 @@ use orchestrator_postgres::PgStore;
 
 use common::workload::{self, Client};
 
-const WORKFLOWS: usize = 400;
+const WORKFLOWS: usize = 300;
 
 /// `url` with `application_name` set, so that the killer finds this store's connections and
 /// only them.
