@@ -70,13 +70,14 @@ async fn workflows_complete_exactly_once_while_connections_are_killed() {
     let config = common::config(
         &with_application_name(&url, &victims),
         &schema,
-        Duration::from_secs(5),
+        // Short leases: a lease whose `acquire` answer was killed blocks its workflow until then.
+        Duration::from_secs(2),
         Retention::Keep,
     );
     let store: Arc<PgStore<WorkflowRecord>> = Arc::new(PgStore::open(config).await.expect("open"));
     let client = Client::default();
     let node = Arc::new(
-        workload::node_builder(Arc::clone(&store), client.clone())
+        workload::node_builder(Arc::clone(&store), workload::transport(&store), client.clone())
             .retry(workload::patient_retry())
             .build()
             .await

@@ -123,12 +123,13 @@ fn fencing_child() {
         // Every workflow in flight at once, before any runs: the node publishes them all.
         let inits: Vec<Event> = (0..WORKFLOWS).map(|i| workload::init_event(&schema, i)).collect();
         store.advance(None, &inits).await.unwrap();
-        let node = workload::node_builder(Arc::clone(&store), Client::printing())
-            .retry(workload::patient_retry())
-            .on_dead_letter(|dead| println!("DEAD {}: {}", dead.event.id(), dead.reason))
-            .build()
-            .await
-            .unwrap();
+        let node =
+            workload::node_builder(Arc::clone(&store), workload::transport(&store.inner), Client::printing())
+                .retry(workload::patient_retry())
+                .on_dead_letter(|dead| println!("DEAD {}: {}", dead.event.id(), dead.reason))
+                .build()
+                .await
+                .unwrap();
         println!("STARTED {}", inits.len());
         let finish = tokio::task::spawn_blocking(|| std::io::stdin().lock().read_line(&mut String::new()));
         tokio::time::timeout(Duration::from_secs(120), finish).await.unwrap().unwrap().unwrap();
@@ -296,7 +297,7 @@ fn a_worker_paused_past_its_lease_cannot_write_and_another_finishes() {
         config.node = NodeId::new("fencing-parent");
         let store = Arc::new(PgStore::<WorkflowRecord>::open(config).await.expect("open"));
         let client = Client::default();
-        let node = workload::node_builder(Arc::clone(&store), client.clone())
+        let node = workload::node_builder(Arc::clone(&store), workload::transport(&store), client.clone())
             .retry(workload::patient_retry())
             .build()
             .await

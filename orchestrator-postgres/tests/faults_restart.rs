@@ -35,7 +35,7 @@ async fn workflows_complete_exactly_once_across_a_server_restart() {
     let store: Arc<PgStore<WorkflowRecord>> = Arc::new(PgStore::open(config).await.expect("open"));
     let client = Client::default();
     let node = Arc::new(
-        workload::node_builder(Arc::clone(&store), client.clone())
+        workload::node_builder(Arc::clone(&store), workload::transport(&store), client.clone())
             .retry(workload::patient_retry())
             .build()
             .await

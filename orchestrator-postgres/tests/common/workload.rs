@@ -12,7 +12,7 @@ use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::outbox::Outbox;
 use orchestrator::prelude::*;
 use orchestrator::runtime::{Node, NodeBuilder, NodeError, RetryPolicy};
-use orchestrator::transport::InProcessTransport;
+use orchestrator::transport::{InProcessConfig, InProcessTransport};
 use orchestrator_examples::calculator::flows::AverageFlow;
 use orchestrator_examples::calculator::{AverageInput, AverageV1, services};
 use orchestrator_postgres::PgStore;
@@ -20,18 +20,26 @@ use orchestrator_postgres::PgStore;
 /// The client topic: workflows are started from it and send their completion to it.
 pub const CLIENT: &str = "com.test.client";
 
-/// The transport the fault tests' nodes run on (see [`node_builder`]).
+/// The transport the fault tests' nodes run on (see [`transport`]).
 pub type Transport = InProcessTransport;
 
-/// The ONE place the fault tests choose their transport: a durable node over `store` (every
-/// event in flight kept in the store's outbox) running the averaging workflows, on the default
-/// in-process transport. To run them over another transport (the PostgreSQL queue), change
-/// [`Transport`] and add `.transport(..)` here.
-pub fn node_builder<M>(store: Arc<M>, client: Client) -> NodeBuilder<M, Transport>
+/// The ONE place the fault tests choose their transport: today the in-process one (each node
+/// carries its own events; the outbox in `store`'s schema keeps them durable). To run them on
+/// the PostgreSQL queue instead, make [`Transport`] a `PgQueue` and return
+/// `store.queue(QueueConfig { .. })` here.
+pub fn transport(store: &PgStore<WorkflowRecord>) -> Transport {
+    let _ = store;
+    InProcessTransport::new(InProcessConfig::default()).expect("the in-process transport")
+}
+
+/// A durable node over `store` (every event in flight kept in the store's outbox) running the
+/// averaging workflows on `transport` (from [`transport`]), with `client` as its client.
+pub fn node_builder<M>(store: Arc<M>, transport: Transport, client: Client) -> NodeBuilder<M, Transport>
 where
     M: Memory<WorkflowRecord> + Outbox + 'static,
 {
     Node::builder(Arc::clone(&store))
+        .transport(transport)
         .durable()
         .service(services::add().expect("the add service"))
         .service(services::divide().expect("the divide service"))
@@ -41,10 +49,13 @@ where
 
 /// A retry policy patient enough to outlast the faults the tests inject (a connection killed
 /// every few tens of milliseconds, a server down for a few seconds, a lease left to lapse): many
-/// attempts, delays capped at 1 s.
+/// attempts, delays capped at 1 s. A lease taken by an `acquire` whose answer was lost (or not
+/// released because the connection died) stays held until its TTL: every attempt until then is
+/// denied, so each such fault costs several attempts. The tests bound the time they wait
+/// anyway.
 pub fn patient_retry() -> RetryPolicy {
     RetryPolicy {
-        max_attempts: 60,
+        max_attempts: 200,
         initial: Duration::from_millis(20),
         max_delay: Duration::from_secs(1),
         multiplier: 2.0,
