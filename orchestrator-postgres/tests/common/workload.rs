@@ -78,8 +78,9 @@ pub fn init_event(tag: &str, i: usize) -> Event {
         .expect("an init event")
 }
 
-/// Starts `init` on `node`, trying again (up to 100 times, 50 ms apart) while the store fails
-/// transiently: the init enters the outbox once (an id already there is not added twice).
+/// Starts `init` on `node`, trying again (up to 100 times, 50 ms apart) while the store or the
+/// transport fails transiently: the init enters the outbox once (an id already there is not
+/// added twice).
 pub async fn start<M>(node: &Node<M, Transport>, init: &Event)
 where
     M: Memory<WorkflowRecord> + 'static,
@@ -88,6 +89,9 @@ where
         match node.start(init.clone()).await {
             Ok(_) => return,
             Err(NodeError::Store(e)) if e.is_transient() && attempt < 100 => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(NodeError::Transport(e)) if e.is_transient() && attempt < 100 => {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             Err(e) => panic!("starting {}: {e}", init.id()),
