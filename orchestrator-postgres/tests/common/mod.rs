@@ -2,6 +2,9 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod cluster;
+pub mod workload;
+
 use std::sync::Mutex;
 use std::time::Duration;
 

@@ -21,6 +21,9 @@
 //!
 //! Exactly once, end to end: a service handled again after a crash produces its answer again,
 //! which is harmless because its first answer was never delivered (it was not in the outbox yet).
+//! A service whose outbox step failed although the store applied it (the answer to the commit was
+//! lost with the connection) is not run again on the retry: [`Outboxed`] takes the step again
+//! with the events it produced the first time.
 //! An orchestrator that consumed an event, persisted its state and crashed before its outbox step
 //! gets that event again: the journal answers with the events it produced the first time, with
 //! the same ids, without stepping the workflow twice ([`Memory::produced`](crate::memory::Memory::produced)).
@@ -47,7 +50,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 pub use in_memory::InMemoryOutbox;
-pub use outboxed::Outboxed;
+pub use outboxed::{Outboxed, UNSETTLED_CAPACITY};
 pub use recovery::{RecoveryError, in_flight, publish, redeliver};
 
 use crate::event::Event;
