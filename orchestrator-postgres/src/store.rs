@@ -225,6 +225,22 @@ impl<R> PgStore<R> {
         })
     }
 
+    /// Runs a compensating statement after a transient failure, on a fresh connection, best
+    /// effort (within 2 s): what it frees lapses by itself otherwise.
+    async fn compensate(&self, id: &str, template: &str, params: &[&(dyn ToSql + Sync)]) {
+        let attempt = async {
+            let client = self.client(id).await?;
+            self.query(&client, id, template, params).await
+        };
+        match tokio::time::timeout(Duration::from_secs(2), attempt).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(id, error = %e, "could not free a lease after a failure; it will lapse")
+            }
+            Err(_) => tracing::debug!(id, "could not free a lease after a failure in time; it will lapse"),
+        }
+    }
+
     /// The periodic housekeeping a sweeper runs (any node, any time; several at once are
     /// harmless): deletes the lapsed leases and, with [`Retention::RemoveAfter`], the workflows
     /// whose delay has passed (which finishing commits and cleanups also do). Returns how many
@@ -323,7 +339,16 @@ where
         let client = self.client(id).await?;
         let params: [&(dyn ToSql + Sync); 6] =
             [&id, &self.node.as_str(), &ms_i64(self.lease_ttl), &lock, &event.source, &event.id];
-        let rows = self.query(&client, id, q::ACQUIRE, &params).await?;
+        let rows = match self.query(&client, id, q::ACQUIRE, &params).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                if lock && e.is_transient() {
+                    // The lease may have been taken although the answer was lost.
+                    self.compensate(id, q::RELEASE_OWN, &[&id, &self.node.as_str()]).await;
+                }
+                return Err(e);
+            }
+        };
         let Some(row) = rows.first() else {
             return Err(backend(id, PgError::Invalid { what: "acquire answer (no row)", value: 0 }));
         };
@@ -428,7 +453,20 @@ where
             &commit.release,
         ];
         let client = self.client(id).await?;
-        let rows = self.query(&client, id, q::COMMIT, &params).await?;
+        let rows = match self.query(&client, id, q::COMMIT, &params).await {
+            Ok(rows) => rows,
+            Err(e) => {
+                if let Some(token) = &token
+                    && commit.release
+                    && e.is_transient()
+                {
+                    // Whether or not the commit went through, its lease is done with: released
+                    // now, the retry need not wait for it to lapse.
+                    self.compensate(id, q::UNLOCK, &[&id, token]).await;
+                }
+                return Err(e);
+            }
+        };
         let Some(row) = rows.first() else {
             return Err(backend(id, PgError::Invalid { what: "commit answer (no row)", value: 0 }));
         };

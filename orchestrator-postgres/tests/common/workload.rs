@@ -12,24 +12,26 @@ use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::outbox::Outbox;
 use orchestrator::prelude::*;
 use orchestrator::runtime::{Node, NodeBuilder, NodeError, RetryPolicy};
-use orchestrator::transport::{InProcessConfig, InProcessTransport};
 use orchestrator_examples::calculator::flows::AverageFlow;
 use orchestrator_examples::calculator::{AverageInput, AverageV1, services};
-use orchestrator_postgres::PgStore;
+use orchestrator_postgres::{PgQueue, PgStore, QueueConfig};
 
 /// The client topic: workflows are started from it and send their completion to it.
 pub const CLIENT: &str = "com.test.client";
 
 /// The transport the fault tests' nodes run on (see [`transport`]).
-pub type Transport = InProcessTransport;
+pub type Transport = PgQueue;
 
-/// The ONE place the fault tests choose their transport: today the in-process one (each node
-/// carries its own events; the outbox in `store`'s schema keeps them durable). To run them on
-/// the PostgreSQL queue instead, make [`Transport`] a `PgQueue` and return
-/// `store.queue(QueueConfig { .. })` here.
+/// The ONE place the fault tests choose their transport: the store's own queue, so a fault
+/// meets the whole deployment on PostgreSQL (claims, settlements in the step's commit, the
+/// listening connection). Claims lapse after 5 s, so a delivery whose settlement was lost comes
+/// back soon.
 pub fn transport(store: &PgStore<WorkflowRecord>) -> Transport {
-    let _ = store;
-    InProcessTransport::new(InProcessConfig::default()).expect("the in-process transport")
+    store.queue(QueueConfig {
+        visibility: Duration::from_secs(5),
+        poll: Duration::from_millis(50),
+        ..QueueConfig::default()
+    })
 }
 
 /// A durable node over `store` (every event in flight kept in the store's outbox) running the
