@@ -25,6 +25,7 @@ pub mod fanout;
 mod floor;
 pub mod history;
 mod otel;
+mod postgres;
 mod rig;
 
 use std::process::Command;
@@ -87,6 +88,11 @@ const WORKLOADS: &[Workload] = &[
     workload("orchestrator_loop_1000", 15),
     workload("sqlite_loop_normal_10", 300),
     workload("sqlite_loop_normal_1000", 10),
+    workload("postgres_chain_1", 300),
+    workload("postgres_chain_1000", 6_000),
+    workload("postgres_chain_1000_batch8", 6_000),
+    workload("postgres_chain_1000_2proc", 6_000),
+    workload("postgres_fanout", 100),
 ];
 
 /// The workload selected by `key`.
@@ -335,6 +341,11 @@ fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
         "orchestrator_loop_1000" => history::in_memory(&rt, n, 1000)?,
         "sqlite_loop_normal_10" => history::sqlite(n, 10)?,
         "sqlite_loop_normal_1000" => history::sqlite(n, 1000)?,
+        "postgres_chain_1" => postgres::run(n, postgres::Flow::Chain, 1, 0, 1)?,
+        "postgres_chain_1000" => postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 0, 1)?,
+        "postgres_chain_1000_batch8" => postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 0, 8)?,
+        "postgres_chain_1000_2proc" => postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 2, 1)?,
+        "postgres_fanout" => postgres::run(n, postgres::Flow::Fanout(k), 1, 0, 1)?,
         _ => return Err(format!("workload `{key}` has no runner").into()),
     };
     let mut lat = m.rec.latencies_us;
@@ -412,6 +423,8 @@ struct Args {
     /// Calls per fan-out workflow (`orchestrator_fanout` only).
     k: u32,
     single: Option<String>,
+    /// `--pg-worker SCHEMA`: a worker process of a multi-process PostgreSQL workload.
+    pg_worker: Option<String>,
 }
 
 fn parse_args() -> Result<Args, BoxError> {
@@ -421,6 +434,7 @@ fn parse_args() -> Result<Args, BoxError> {
         runs: 3,
         k: fanout::K,
         single: None,
+        pg_worker: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -431,6 +445,7 @@ fn parse_args() -> Result<Args, BoxError> {
             "--runs" => args.runs = value()?.parse()?,
             "--k" => args.k = value()?.parse()?,
             "--single" => args.single = Some(value()?),
+            postgres::WORKER_FLAG => args.pg_worker = Some(value()?),
             "--list" => {
                 for w in WORKLOADS {
                     println!("{}", w.key);
@@ -452,6 +467,9 @@ fn parse_args() -> Result<Args, BoxError> {
 
 fn main() -> Result<(), BoxError> {
     let args = parse_args()?;
+    if let Some(schema) = &args.pg_worker {
+        return postgres::worker_main(schema, args.k);
+    }
     if let Some(name) = &args.single {
         println!("{}", single(name, args.scale, args.k)?);
         return Ok(());
@@ -459,6 +477,12 @@ fn main() -> Result<(), BoxError> {
     let exe = std::env::current_exe()?;
     for name in &args.only {
         find(name)?;
+        if name.starts_with("postgres_")
+            && let Err(reason) = postgres::database_url()
+        {
+            eprintln!("skipping {name}: {reason}");
+            continue;
+        }
         let mut runs = Vec::with_capacity(args.runs);
         for _ in 0..args.runs {
             let out = Command::new(&exe)
