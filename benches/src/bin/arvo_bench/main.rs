@@ -10,7 +10,9 @@
 //! Modules: [`rig`] (the measuring FIFO loop), [`fanout`] (`orchestrator_fanout`), [`otel`] (the chain with
 //! a recording OpenTelemetry SDK provider), [`floor`] (the chain's work without the runtime), [`durable`]
 //! (the chain on SQLite), [`history`] (`orchestrator_loop_<L>`, `sqlite_loop_normal_<L>`: cost per event
-//! against the history length).
+//! against the history length), [`postgres`] (`postgres_chain_<in flight>`, `postgres_fanout`: a
+//! durable node on PostgreSQL and its queue, with commits per event; `DATABASE_URL`, skipped when
+//! unset; `benches/pgbench-anchor.sh` runs them next to `pgbench -N`).
 //!
 //! With `--features mimalloc` the binary runs on the mimalloc allocator instead of the system's
 //! (glibc's malloc), to show what a service gets by choosing its global allocator.
@@ -88,11 +90,11 @@ const WORKLOADS: &[Workload] = &[
     workload("orchestrator_loop_1000", 15),
     workload("sqlite_loop_normal_10", 300),
     workload("sqlite_loop_normal_1000", 10),
-    workload("postgres_chain_1", 300),
-    workload("postgres_chain_1000", 6_000),
-    workload("postgres_chain_1000_batch8", 6_000),
-    workload("postgres_chain_1000_2proc", 6_000),
-    workload("postgres_fanout", 100),
+    workload("postgres_chain_1", 100),
+    workload("postgres_chain_1000", 1_500),
+    workload("postgres_chain_1000_batch8", 1_500),
+    workload("postgres_chain_1000_2proc", 1_500),
+    workload("postgres_fanout", 20),
 ];
 
 /// The workload selected by `key`.
@@ -355,6 +357,10 @@ fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
     if let Some(cpu_s) = m.cpu_s {
         params["cpu_s"] = json!(round(cpu_s, 4));
         params["events_per_cpu_s"] = json!(round(m.rec.events as f64 / cpu_s, 1));
+    }
+    // What else ran at the time (`benches/pgbench-anchor.sh` sets it).
+    if let Ok(tag) = std::env::var("ARVO_BENCH_TAG") {
+        params["tag"] = json!(tag);
     }
     params["key"] = json!(w.key);
     params["n"] = json!(n);

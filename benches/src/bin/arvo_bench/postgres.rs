@@ -124,7 +124,7 @@ async fn drop_schema(url: &str, schema: &str) {
 // Server-side counters
 
 /// The database's and the server's counters at one moment.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct PgCounters {
     /// `pg_stat_database.xact_commit` of the bench's database.
     commits: i64,
@@ -136,8 +136,8 @@ struct PgCounters {
     wal_writes: i64,
     /// `pg_stat_wal.wal_bytes`.
     wal_bytes: f64,
-    /// CPU seconds of the server's `postgres` processes alive at this moment.
-    server_cpu_s: f64,
+    /// CPU ticks of the server's `postgres` processes alive at this moment.
+    server_ticks: HashMap<u32, u64>,
 }
 
 async fn pg_counters(url: &str) -> Result<PgCounters, BoxError> {
@@ -159,7 +159,7 @@ async fn pg_counters(url: &str) -> Result<PgCounters, BoxError> {
         wal_syncs: row.get(2),
         wal_writes: row.get(3),
         wal_bytes: row.get(4),
-        server_cpu_s: server_cpu_s(),
+        server_ticks: server_ticks(),
     })
 }
 
@@ -174,15 +174,23 @@ fn postgres_ticks(stat: &str) -> Option<u64> {
     Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
 
-/// CPU seconds used so far by the server's `postgres` processes (those alive now).
-fn server_cpu_s() -> f64 {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return 0.0 };
-    let ticks: u64 = dir
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .filter_map(|s| postgres_ticks(&s))
-        .sum();
+/// Clock ticks used so far by each of the server's `postgres` processes alive now.
+fn server_ticks() -> HashMap<u32, u64> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return HashMap::new() };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let ticks = postgres_ticks(&std::fs::read_to_string(e.path().join("stat")).ok()?)?;
+            Some((pid, ticks))
+        })
+        .collect()
+}
+
+/// CPU seconds the server's `postgres` processes used from `before` to `after`: those alive at
+/// the end (a process that ended in between is not counted; one that started counts whole).
+fn server_cpu_s(before: &HashMap<u32, u64>, after: &HashMap<u32, u64>) -> f64 {
+    let ticks: u64 =
+        after.iter().map(|(pid, t)| t.saturating_sub(before.get(pid).copied().unwrap_or(0))).sum();
     ticks as f64 / 100.0
 }
 
@@ -273,13 +281,7 @@ impl<C: Client + Send + Sync + 'static> PgClient<C> {
     fn new(client: C, hops: Arc<Hops>) -> Self {
         Self {
             client,
-            range: Mutex::new(Range {
-                next: 0,
-                end: 0,
-                completed: 0,
-                wrong: None,
-                expected: HashMap::new(),
-            }),
+            range: Mutex::new(Range { next: 0, end: 0, completed: 0, wrong: None, expected: HashMap::new() }),
             done: tokio::sync::Notify::new(),
             hops,
         }
@@ -299,7 +301,8 @@ impl<C: Client + Send + Sync + 'static> PgClient<C> {
     /// Workflows `start..start + count` from now on: returns the first `in_flight` inits.
     fn begin(&self, start: usize, count: usize, in_flight: usize) -> Result<Vec<Event>, BoxError> {
         let mut range = self.range.lock().unwrap_or_else(PoisonError::into_inner);
-        *range = Range { next: start, end: start + count, completed: 0, wrong: None, expected: HashMap::new() };
+        *range =
+            Range { next: start, end: start + count, completed: 0, wrong: None, expected: HashMap::new() };
         let mut inits = Vec::with_capacity(in_flight);
         for _ in 0..in_flight {
             match self.init(&mut range)? {
@@ -391,7 +394,9 @@ impl Flow {
                 .service(Hopped { inner: services::add()?, hops: Arc::clone(hops) })
                 .service(Hopped { inner: services::mul()?, hops: Arc::clone(hops) });
             builder = match self {
-                Self::Chain => builder.orchestrator(Orchestrator::builder(Arc::clone(store)).machine::<ChainFlow>()),
+                Self::Chain => {
+                    builder.orchestrator(Orchestrator::builder(Arc::clone(store)).machine::<ChainFlow>())
+                }
                 Self::Fanout(_) => {
                     builder.orchestrator(Orchestrator::builder(Arc::clone(store)).machine::<FanoutFlow>())
                 }
@@ -509,7 +514,13 @@ pub(super) fn worker_main(schema: &str, k: u32) -> Result<(), BoxError> {
 
 /// A workload: `n` workflows of `flow`, `in_flight` at a time, in `procs` worker processes (0:
 /// all in this process), claiming up to `batch` events at once.
-pub(super) fn run(n: usize, flow: Flow, in_flight: usize, procs: usize, batch: usize) -> Result<Measured, BoxError> {
+pub(super) fn run(
+    n: usize,
+    flow: Flow,
+    in_flight: usize,
+    procs: usize,
+    batch: usize,
+) -> Result<Measured, BoxError> {
     let url = database_url()?;
     let tuning = Tuning::from_env(batch)?;
     let schema = format!("bench_{:016x}", random_u64());
@@ -536,7 +547,9 @@ pub(super) fn run(n: usize, flow: Flow, in_flight: usize, procs: usize, batch: u
 fn random_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    h.write_u128(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
+    );
     h.write_u32(std::process::id());
     h.finish()
 }
@@ -591,7 +604,7 @@ fn measure<C: Client + Send + Sync + 'static>(
     let all_cpu_s = cpu_s + workers_cpu_s;
     let commits = after.commits - before.commits;
     let wal_syncs = after.wal_syncs - before.wal_syncs;
-    let server_cpu_s = after.server_cpu_s - before.server_cpu_s;
+    let server_cpu_s = server_cpu_s(&before.server_ticks, &after.server_ticks);
     let mut params = json!({
         "warmup": warmup,
         "in_flight": in_flight,
@@ -619,8 +632,12 @@ fn measure<C: Client + Send + Sync + 'static>(
     if procs > 0 {
         let total: u64 = split.iter().sum();
         params["deliveries_per_worker"] = json!(split);
-        params["deliveries_share"] =
-            json!(split.iter().map(|d| (*d as f64 / total.max(1) as f64 * 1000.0).round() / 1000.0).collect::<Vec<_>>());
+        params["deliveries_share"] = json!(
+            split
+                .iter()
+                .map(|d| (*d as f64 / total.max(1) as f64 * 1000.0).round() / 1000.0)
+                .collect::<Vec<_>>()
+        );
         params["client_cpu_s"] = json!((cpu_s * 100.0).round() / 100.0);
         params["workers_cpu_s"] = json!((workers_cpu_s * 100.0).round() / 100.0);
     }
