@@ -588,6 +588,7 @@ fn measure<C: Client + Send + Sync + 'static>(
     let after_workers = workers.iter_mut().map(Worker::report).collect::<Result<Vec<_>, _>>()?;
     let after = rt.block_on(pg_counters(url))?;
     let latencies_us = hops.take();
+    let stats = node.dispatcher().stats();
     rt.block_on(node.shutdown());
     let dead = node.take_dead_letters();
     for worker in workers {
@@ -627,6 +628,13 @@ fn measure<C: Client + Send + Sync + 'static>(
         "cpu_us_per_event": (per_event(all_cpu_s) * 1e6 * 10.0).round() / 10.0,
         "server_cpu_s": (server_cpu_s * 100.0).round() / 100.0,
         "server_cpu_us_per_event": (per_event(server_cpu_s) * 1e6 * 10.0).round() / 10.0,
+        "dispatch": {
+            "delivered": stats.delivered,
+            "retried": stats.retried,
+            "settle_failures": stats.settle_failures,
+            "dead_lettered": stats.dead_lettered,
+            "note": "this process's node, warm-up included",
+        },
         "stats_note": "commits: pg_stat_database.xact_commit of this database (all its sessions); wal_syncs and server_cpu_s: the whole server",
     });
     if procs > 0 {
