@@ -86,9 +86,9 @@ orchestrator::machine! {
 }
 
 /// Starts fan-out workflows of `k` calls and expects `total = k·a + k(k−1)/2`.
-struct FanoutClient {
-    factory: EventFactory<FanoutV1>,
-    k: u32,
+pub(crate) struct FanoutClient {
+    pub(crate) factory: EventFactory<FanoutV1>,
+    pub(crate) k: u32,
 }
 
 impl Client for FanoutClient {

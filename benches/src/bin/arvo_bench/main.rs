@@ -10,7 +10,9 @@
 //! Modules: [`rig`] (the measuring FIFO loop), [`fanout`] (`orchestrator_fanout`), [`otel`] (the chain with
 //! a recording OpenTelemetry SDK provider), [`floor`] (the chain's work without the runtime), [`durable`]
 //! (the chain on SQLite), [`history`] (`orchestrator_loop_<L>`, `sqlite_loop_normal_<L>`: cost per event
-//! against the history length).
+//! against the history length), [`postgres`] (`postgres_chain_<in flight>`, `postgres_fanout`: a
+//! durable node on PostgreSQL and its queue, with commits per event; `DATABASE_URL`, skipped when
+//! unset; `benches/pgbench-anchor.sh` runs them next to `pgbench -N`).
 //!
 //! With `--features mimalloc` the binary runs on the mimalloc allocator instead of the system's
 //! (glibc's malloc), to show what a service gets by choosing its global allocator.
@@ -25,6 +27,7 @@ pub mod fanout;
 mod floor;
 pub mod history;
 mod otel;
+mod postgres;
 mod rig;
 
 use std::process::Command;
@@ -87,6 +90,11 @@ const WORKLOADS: &[Workload] = &[
     workload("orchestrator_loop_1000", 15),
     workload("sqlite_loop_normal_10", 300),
     workload("sqlite_loop_normal_1000", 10),
+    workload("postgres_chain_1", 100),
+    workload("postgres_chain_1000", 1_500),
+    workload("postgres_chain_1000_batch8", 1_500),
+    workload("postgres_chain_1000_2proc", 1_500),
+    workload("postgres_fanout", 20),
 ];
 
 /// The workload selected by `key`.
@@ -335,6 +343,11 @@ fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
         "orchestrator_loop_1000" => history::in_memory(&rt, n, 1000)?,
         "sqlite_loop_normal_10" => history::sqlite(n, 10)?,
         "sqlite_loop_normal_1000" => history::sqlite(n, 1000)?,
+        "postgres_chain_1" => postgres::run(n, postgres::Flow::Chain, 1, 0, 1)?,
+        "postgres_chain_1000" => postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 0, 1)?,
+        "postgres_chain_1000_batch8" => postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 0, 8)?,
+        "postgres_chain_1000_2proc" => postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 2, 1)?,
+        "postgres_fanout" => postgres::run(n, postgres::Flow::Fanout(k), 1, 0, 1)?,
         _ => return Err(format!("workload `{key}` has no runner").into()),
     };
     let mut lat = m.rec.latencies_us;
@@ -344,6 +357,10 @@ fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
     if let Some(cpu_s) = m.cpu_s {
         params["cpu_s"] = json!(round(cpu_s, 4));
         params["events_per_cpu_s"] = json!(round(m.rec.events as f64 / cpu_s, 1));
+    }
+    // What else ran at the time (`benches/pgbench-anchor.sh` sets it).
+    if let Ok(tag) = std::env::var("ARVO_BENCH_TAG") {
+        params["tag"] = json!(tag);
     }
     params["key"] = json!(w.key);
     params["n"] = json!(n);
@@ -412,6 +429,8 @@ struct Args {
     /// Calls per fan-out workflow (`orchestrator_fanout` only).
     k: u32,
     single: Option<String>,
+    /// `--pg-worker SCHEMA`: a worker process of a multi-process PostgreSQL workload.
+    pg_worker: Option<String>,
 }
 
 fn parse_args() -> Result<Args, BoxError> {
@@ -421,6 +440,7 @@ fn parse_args() -> Result<Args, BoxError> {
         runs: 3,
         k: fanout::K,
         single: None,
+        pg_worker: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -431,6 +451,7 @@ fn parse_args() -> Result<Args, BoxError> {
             "--runs" => args.runs = value()?.parse()?,
             "--k" => args.k = value()?.parse()?,
             "--single" => args.single = Some(value()?),
+            postgres::WORKER_FLAG => args.pg_worker = Some(value()?),
             "--list" => {
                 for w in WORKLOADS {
                     println!("{}", w.key);
@@ -452,6 +473,9 @@ fn parse_args() -> Result<Args, BoxError> {
 
 fn main() -> Result<(), BoxError> {
     let args = parse_args()?;
+    if let Some(schema) = &args.pg_worker {
+        return postgres::worker_main(schema, args.k);
+    }
     if let Some(name) = &args.single {
         println!("{}", single(name, args.scale, args.k)?);
         return Ok(());
@@ -459,6 +483,12 @@ fn main() -> Result<(), BoxError> {
     let exe = std::env::current_exe()?;
     for name in &args.only {
         find(name)?;
+        if name.starts_with("postgres_")
+            && let Err(reason) = postgres::database_url()
+        {
+            eprintln!("skipping {name}: {reason}");
+            continue;
+        }
         let mut runs = Vec::with_capacity(args.runs);
         for _ in 0..args.runs {
             let out = Command::new(&exe)

@@ -1,0 +1,657 @@
+//! The PostgreSQL workloads: the chain (`postgres_chain_<in flight>`) and the fan-out
+//! (`postgres_fanout`) on a durable [`Node`] over a [`PgStore`] and its own [`PgQueue`], so every
+//! event is a queue row: claimed (`UPDATE … SKIP LOCKED`), handled (an orchestrator step
+//! acquires its lease, then commits its record, journal entry and queue rows in one call of
+//! `commit_step`; a service or the client advances the outbox in one call of `outbox_step`) and
+//! acked. Each run has a fresh schema, dropped after; the URL comes from `DATABASE_URL` (the
+//! workloads are skipped, saying so, when it is unset).
+//!
+//! Besides the usual fields, each line carries the database's commits per event
+//! (`xact_commit` of `pg_stat_database` for the database, before and after: every session on
+//! that database counts, so give the bench a database of its own), the WAL syncs per event
+//! (`pg_stat_wal`: the whole server) and the CPU time of this process and of the server's
+//! `postgres` processes.
+//!
+//! `postgres_chain_1000_2proc`: the same chain with the orchestrator and the services in two
+//! worker processes (this binary again, `--pg-worker SCHEMA`) sharing the schema; this process
+//! only runs the client (it starts the workflows and takes their completions), and reports how
+//! the deliveries split between the workers.
+//!
+//! Latency: a workflow's events are handled one after the other, so each sample is the time
+//! from the end of one service (or client) execution of a workflow to the start of its next one:
+//! the commit and ack of the producer, a claim, one orchestrator step (acquire, machine, commit)
+//! and its ack, and the claim of the next event. On the chain, that is one sample per
+//! orchestrator step (3 per workflow).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use orchestrator::handler::EventHandler;
+use orchestrator::memory::NodeId;
+use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
+use orchestrator::prelude::*;
+use orchestrator::runtime::Node;
+use orchestrator::violation::Violation;
+use orchestrator_examples::calculator::services;
+use orchestrator_postgres::{PgConfig, PgQueue, PgStore, QueueConfig};
+use serde_json::{Value, json};
+use tokio::runtime::Runtime;
+
+use super::fanout::{FanoutClient, FanoutFlow};
+use super::rig::{Client, Measured, Recorder, warmup_units};
+use super::{BoxError, ChainClient, ChainFlow};
+
+type Store = PgStore<WorkflowRecord>;
+type PgNode = Node<Store, PgQueue>;
+
+/// The argument that makes this binary a worker process of `postgres_chain_1000_2proc`.
+pub(super) const WORKER_FLAG: &str = "--pg-worker";
+
+/// How long to wait for the server's backends to publish their statistics (PostgreSQL 15
+/// flushes a backend's pending counters at most once a second, when it goes idle).
+const STATS_SETTLE: Duration = Duration::from_millis(1_500);
+
+/// The database URL, or why the PostgreSQL workloads are skipped.
+pub(super) fn database_url() -> Result<String, String> {
+    match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Ok(url),
+        _ => Err("DATABASE_URL is not set".to_owned()),
+    }
+}
+
+/// A setting from the environment (`ARVO_BENCH_PG_<NAME>`), or `default`.
+fn setting(name: &str, default: usize) -> Result<usize, BoxError> {
+    match std::env::var(format!("ARVO_BENCH_PG_{name}")) {
+        Ok(v) => Ok(v.parse().map_err(|e| format!("ARVO_BENCH_PG_{name}={v}: {e}"))?),
+        Err(_) => Ok(default),
+    }
+}
+
+/// How the store, the queue and the node are configured (defaults, or the environment's
+/// `ARVO_BENCH_PG_POOL`, `ARVO_BENCH_PG_BATCH`, `ARVO_BENCH_PG_WORKERS`).
+#[derive(Debug, Clone, Copy)]
+struct Tuning {
+    pool: usize,
+    batch: usize,
+    workers: usize,
+}
+
+impl Tuning {
+    fn from_env(batch: usize) -> Result<Self, BoxError> {
+        Ok(Self {
+            pool: setting("POOL", PgConfig::new("").pool_size)?,
+            batch: setting("BATCH", batch)?,
+            workers: setting("WORKERS", 64)?,
+        })
+    }
+
+    fn json(self) -> Value {
+        json!({ "pool_size": self.pool, "claim_batch": self.batch, "node_workers": self.workers })
+    }
+}
+
+async fn open(url: &str, schema: &str, tuning: Tuning) -> Result<Store, BoxError> {
+    let mut config = PgConfig::new(url);
+    config.schema = schema.to_owned();
+    config.pool_size = tuning.pool;
+    config.node = NodeId::new(format!("arvo-bench-{schema}-{}", std::process::id()));
+    Ok(PgStore::open(config).await?)
+}
+
+fn queue_config(tuning: Tuning) -> QueueConfig {
+    QueueConfig { batch: tuning.batch, ..QueueConfig::default() }
+}
+
+async fn drop_schema(url: &str, schema: &str) {
+    let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
+    match tokio_postgres::connect(url, tokio_postgres::NoTls).await {
+        Ok((client, connection)) => {
+            let task = tokio::spawn(connection);
+            if let Err(e) = client.batch_execute(&sql).await {
+                eprintln!("could not drop schema {schema}: {e}");
+            }
+            drop(client);
+            let _ = task.await;
+        }
+        Err(e) => eprintln!("could not drop schema {schema}: {e}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server-side counters
+
+/// The database's and the server's counters at one moment.
+#[derive(Debug, Clone, Default)]
+struct PgCounters {
+    /// `pg_stat_database.xact_commit` of the bench's database.
+    commits: i64,
+    /// `pg_stat_database.xact_rollback`.
+    rollbacks: i64,
+    /// `pg_stat_wal.wal_sync` (the whole server).
+    wal_syncs: i64,
+    /// `pg_stat_wal.wal_write`.
+    wal_writes: i64,
+    /// `pg_stat_wal.wal_bytes`.
+    wal_bytes: f64,
+    /// CPU ticks of the server's `postgres` processes alive at this moment.
+    server_ticks: HashMap<u32, u64>,
+}
+
+async fn pg_counters(url: &str) -> Result<PgCounters, BoxError> {
+    tokio::time::sleep(STATS_SETTLE).await;
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    let task = tokio::spawn(connection);
+    let row = client
+        .query_one(
+            "SELECT d.xact_commit, d.xact_rollback, w.wal_sync, w.wal_write, w.wal_bytes::float8 \
+             FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = current_database()",
+            &[],
+        )
+        .await?;
+    drop(client);
+    let _ = task.await;
+    Ok(PgCounters {
+        commits: row.get(0),
+        rollbacks: row.get(1),
+        wal_syncs: row.get(2),
+        wal_writes: row.get(3),
+        wal_bytes: row.get(4),
+        server_ticks: server_ticks(),
+    })
+}
+
+/// Clock ticks of a `/proc/<pid>/stat` line (utime + stime), if its command is `postgres`.
+fn postgres_ticks(stat: &str) -> Option<u64> {
+    let (head, rest) = stat.rsplit_once(')')?;
+    if !head.ends_with("(postgres") {
+        return None;
+    }
+    // After the command: state (field 3) … utime (14), stime (15).
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// Clock ticks used so far by each of the server's `postgres` processes alive now.
+fn server_ticks() -> HashMap<u32, u64> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return HashMap::new() };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let ticks = postgres_ticks(&std::fs::read_to_string(e.path().join("stat")).ok()?)?;
+            Some((pid, ticks))
+        })
+        .collect()
+}
+
+/// CPU seconds the server's `postgres` processes used from `before` to `after`: those alive at
+/// the end (a process that ended in between is not counted; one that started counts whole).
+fn server_cpu_s(before: &HashMap<u32, u64>, after: &HashMap<u32, u64>) -> f64 {
+    let ticks: u64 =
+        after.iter().map(|(pid, t)| t.saturating_sub(before.get(pid).copied().unwrap_or(0))).sum();
+    ticks as f64 / 100.0
+}
+
+/// CPU seconds used so far by this process (all its threads).
+fn process_cpu_s() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let (_, rest) = s.rsplit_once(')')?;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+        })
+        .map_or(0.0, |ticks| ticks as f64 / 100.0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client and the latency samples
+
+/// The end of each workflow's last service or client execution, and the samples.
+#[derive(Default)]
+struct Hops {
+    last: Mutex<HashMap<String, Instant>>,
+    samples: Mutex<Vec<f64>>,
+}
+
+impl Hops {
+    /// An execution of workflow `subject` starts: one sample since its previous one ended.
+    fn enter(&self, subject: &str) {
+        let now = Instant::now();
+        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner).get(subject).copied();
+        if let Some(last) = last {
+            let us = now.duration_since(last).as_secs_f64() * 1e6;
+            self.samples.lock().unwrap_or_else(PoisonError::into_inner).push(us);
+        }
+    }
+
+    /// An execution of workflow `subject` ends.
+    fn leave(&self, subject: &str) {
+        self.last.lock().unwrap_or_else(PoisonError::into_inner).insert(subject.to_owned(), Instant::now());
+    }
+
+    fn forget(&self, subject: &str) {
+        self.last.lock().unwrap_or_else(PoisonError::into_inner).remove(subject);
+    }
+
+    fn take(&self) -> Vec<f64> {
+        std::mem::take(&mut *self.samples.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// A service whose executions are sampled by [`Hops`].
+struct Hopped<H> {
+    inner: H,
+    hops: Arc<Hops>,
+}
+
+impl<H: EventHandler> EventHandler for Hopped<H> {
+    fn source(&self) -> &str {
+        self.inner.source()
+    }
+    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        self.hops.enter(event.subject());
+        let out = self.inner.execute(event).await;
+        self.hops.leave(event.subject());
+        out
+    }
+}
+
+/// Which workflows the client starts, which are in flight and which completed.
+struct Range {
+    next: usize,
+    end: usize,
+    completed: usize,
+    wrong: Option<String>,
+    expected: HashMap<String, f64>,
+}
+
+/// The client (a service of the node, on topic `com.bench.client`): checks each completion and
+/// starts the next workflow in its place, keeping the same number in flight.
+struct PgClient<C> {
+    client: C,
+    range: Mutex<Range>,
+    done: tokio::sync::Notify,
+    hops: Arc<Hops>,
+}
+
+impl<C: Client + Send + Sync + 'static> PgClient<C> {
+    fn new(client: C, hops: Arc<Hops>) -> Self {
+        Self {
+            client,
+            range: Mutex::new(Range { next: 0, end: 0, completed: 0, wrong: None, expected: HashMap::new() }),
+            done: tokio::sync::Notify::new(),
+            hops,
+        }
+    }
+
+    /// The init event of the next workflow, if any is left.
+    fn init(&self, range: &mut Range) -> Result<Option<Event>, BoxError> {
+        if range.next >= range.end {
+            return Ok(None);
+        }
+        let (init, result) = self.client.init(range.next)?;
+        range.next += 1;
+        range.expected.insert(init.subject().to_owned(), result);
+        Ok(Some(init))
+    }
+
+    /// Workflows `start..start + count` from now on: returns the first `in_flight` inits.
+    fn begin(&self, start: usize, count: usize, in_flight: usize) -> Result<Vec<Event>, BoxError> {
+        let mut range = self.range.lock().unwrap_or_else(PoisonError::into_inner);
+        *range =
+            Range { next: start, end: start + count, completed: 0, wrong: None, expected: HashMap::new() };
+        let mut inits = Vec::with_capacity(in_flight);
+        for _ in 0..in_flight {
+            match self.init(&mut range)? {
+                Some(init) => {
+                    self.hops.leave(init.subject());
+                    inits.push(init);
+                }
+                None => break,
+            }
+        }
+        Ok(inits)
+    }
+
+    /// How many completed, or what was wrong.
+    fn outcome(&self) -> Result<usize, BoxError> {
+        let range = self.range.lock().unwrap_or_else(PoisonError::into_inner);
+        match &range.wrong {
+            Some(wrong) => Err(wrong.clone().into()),
+            None => Ok(range.completed),
+        }
+    }
+}
+
+/// The node's handle on the shared [`PgClient`].
+struct ClientHandler<C>(Arc<PgClient<C>>);
+
+impl<C: Client + Send + Sync + 'static> EventHandler for ClientHandler<C> {
+    fn source(&self) -> &str {
+        super::CLIENT
+    }
+    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        self.0.execute(event)
+    }
+}
+
+impl<C: Client + Send + Sync + 'static> PgClient<C> {
+    fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
+        self.hops.enter(event.subject());
+        self.hops.forget(event.subject());
+        let mut range = self.range.lock().unwrap_or_else(PoisonError::into_inner);
+        let want = range.expected.remove(event.subject());
+        let got = event.data_value().get(C::RESULT_FIELD).and_then(Value::as_f64);
+        if want.is_none() || got != want || event.r#type() != C::DONE_TYPE {
+            range.wrong.get_or_insert_with(|| format!("wrong completion (want {want:?}): {event:?}"));
+        }
+        range.completed += 1;
+        let next = self.init(&mut range).map_err(|e| Violation::execution(e.to_string()))?;
+        if let Some(init) = &next {
+            self.hops.leave(init.subject());
+        }
+        if range.expected.is_empty() && next.is_none() {
+            self.done.notify_one();
+        }
+        Ok(next.into_iter().collect())
+    }
+}
+
+/// The workflow a workload runs.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Flow {
+    /// The chain: 5 events per workflow.
+    Chain,
+    /// The fan-out with K calls: 2K + 1 events per workflow.
+    Fanout(u32),
+}
+
+impl Flow {
+    fn per_workflow(self) -> usize {
+        match self {
+            Self::Chain => 5,
+            Self::Fanout(k) => 2 * k as usize + 1,
+        }
+    }
+
+    /// A node over `store` running this flow's orchestrator and services (and `client`, when
+    /// given) on the store's queue.
+    async fn node(
+        self,
+        store: &Arc<Store>,
+        tuning: Tuning,
+        hops: &Arc<Hops>,
+        client: Option<Box<dyn FnOnce(NodeBuilderOf) -> NodeBuilderOf>>,
+        with_workflow: bool,
+    ) -> Result<PgNode, BoxError> {
+        let queue = store.queue(queue_config(tuning));
+        let mut builder = Node::builder(Arc::clone(store)).durable().transport(queue).workers(tuning.workers);
+        if with_workflow {
+            builder = builder
+                .service(Hopped { inner: services::add()?, hops: Arc::clone(hops) })
+                .service(Hopped { inner: services::mul()?, hops: Arc::clone(hops) });
+            builder = match self {
+                Self::Chain => {
+                    builder.orchestrator(Orchestrator::builder(Arc::clone(store)).machine::<ChainFlow>())
+                }
+                Self::Fanout(_) => {
+                    builder.orchestrator(Orchestrator::builder(Arc::clone(store)).machine::<FanoutFlow>())
+                }
+            };
+        }
+        if let Some(client) = client {
+            builder = client(builder);
+        }
+        Ok(builder.build().await?)
+    }
+}
+
+type NodeBuilderOf = orchestrator::runtime::NodeBuilder<Store, PgQueue>;
+
+/// Runs workflows `start..start + count` with `in_flight` at a time through `node`, whose client
+/// is `client`; returns the completed workflows and the wall time.
+async fn drive<C: Client + Send + Sync + 'static>(
+    node: &PgNode,
+    client: &Arc<PgClient<C>>,
+    start: usize,
+    count: usize,
+    in_flight: usize,
+) -> Result<(usize, Duration), BoxError> {
+    let t0 = Instant::now();
+    let notified = client.done.notified();
+    tokio::pin!(notified);
+    notified.as_mut().enable();
+    for init in client.begin(start, count, in_flight)? {
+        node.start(init).await?;
+    }
+    notified.await;
+    let wall = t0.elapsed();
+    Ok((client.outcome()?, wall))
+}
+
+/// One worker process of a multi-process run, as the parent sees it.
+struct Worker {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Worker {
+    fn spawn(schema: &str, flow: Flow) -> Result<Self, BoxError> {
+        let k = match flow {
+            Flow::Chain => 0,
+            Flow::Fanout(k) => k,
+        };
+        let mut child = Command::new(std::env::current_exe()?)
+            .args([WORKER_FLAG, schema, "--k", &k.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut worker = Self { child, stdin, stdout };
+        let line = worker.line()?;
+        if line.trim() != "ready" {
+            return Err(format!("worker said `{line}`").into());
+        }
+        Ok(worker)
+    }
+
+    fn line(&mut self) -> Result<String, BoxError> {
+        let mut line = String::new();
+        if self.stdout.read_line(&mut line)? == 0 {
+            return Err("a worker process ended early".into());
+        }
+        Ok(line)
+    }
+
+    /// The worker's deliveries so far and its CPU seconds.
+    fn report(&mut self) -> Result<(u64, f64), BoxError> {
+        let stdin = self.stdin.as_mut().ok_or("worker closed")?;
+        writeln!(stdin, "report")?;
+        stdin.flush()?;
+        let v: Value = serde_json::from_str(&self.line()?)?;
+        Ok((v["delivered"].as_u64().unwrap_or(0), v["cpu_s"].as_f64().unwrap_or(0.0)))
+    }
+
+    fn finish(mut self) -> Result<(), BoxError> {
+        drop(self.stdin.take());
+        let status = self.child.wait()?;
+        if !status.success() {
+            return Err(format!("a worker process failed: {status}").into());
+        }
+        Ok(())
+    }
+}
+
+/// `--pg-worker SCHEMA`: runs the flow's orchestrator and services on the schema's queue until
+/// stdin closes; answers each line of stdin with its deliveries and CPU time so far.
+pub(super) fn worker_main(schema: &str, k: u32) -> Result<(), BoxError> {
+    let url = database_url()?;
+    let flow = if k == 0 { Flow::Chain } else { Flow::Fanout(k) };
+    let tuning = Tuning::from_env(1)?;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let hops = Arc::new(Hops::default());
+    let node = rt.block_on(async {
+        let store = Arc::new(open(&url, schema, tuning).await?);
+        flow.node(&store, tuning, &hops, None, true).await
+    })?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready")?;
+    out.flush()?;
+    for line in std::io::stdin().lock().lines() {
+        line?;
+        let stats = node.dispatcher().stats();
+        writeln!(out, "{}", json!({ "delivered": stats.delivered, "cpu_s": process_cpu_s() }))?;
+        out.flush()?;
+    }
+    rt.block_on(node.shutdown());
+    Ok(())
+}
+
+/// A workload: `n` workflows of `flow`, `in_flight` at a time, in `procs` worker processes (0:
+/// all in this process), claiming up to `batch` events at once.
+pub(super) fn run(
+    n: usize,
+    flow: Flow,
+    in_flight: usize,
+    procs: usize,
+    batch: usize,
+) -> Result<Measured, BoxError> {
+    let url = database_url()?;
+    let tuning = Tuning::from_env(batch)?;
+    let schema = format!("bench_{:016x}", random_u64());
+    let rt: Runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let result = match flow {
+        Flow::Chain => measure(&rt, &url, &schema, n, flow, in_flight, procs, tuning, ChainClient::new()),
+        Flow::Fanout(k) => measure(
+            &rt,
+            &url,
+            &schema,
+            n,
+            flow,
+            in_flight,
+            procs,
+            tuning,
+            FanoutClient { factory: EventFactory::new(), k },
+        ),
+    };
+    rt.block_on(drop_schema(&url, &schema));
+    result
+}
+
+/// A random `u64` without another dependency.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure<C: Client + Send + Sync + 'static>(
+    rt: &Runtime,
+    url: &str,
+    schema: &str,
+    n: usize,
+    flow: Flow,
+    in_flight: usize,
+    procs: usize,
+    tuning: Tuning,
+    client: C,
+) -> Result<Measured, BoxError> {
+    let hops = Arc::new(Hops::default());
+    let client = Arc::new(PgClient::new(client, Arc::clone(&hops)));
+    // This process's node: everything, or only the client when workers do the rest.
+    let store = Arc::new(rt.block_on(open(url, schema, tuning))?);
+    let with_client: Box<dyn FnOnce(NodeBuilderOf) -> NodeBuilderOf> = {
+        let client = Arc::clone(&client);
+        Box::new(move |b: NodeBuilderOf| b.service(ClientHandler(client)))
+    };
+    let node = rt.block_on(flow.node(&store, tuning, &hops, Some(with_client), procs == 0))?;
+    let mut workers = (0..procs).map(|_| Worker::spawn(schema, flow)).collect::<Result<Vec<_>, _>>()?;
+
+    let warmup = warmup_units(n).min(500);
+    rt.block_on(drive(&node, &client, 0, warmup, in_flight))?;
+    hops.take();
+    let before_workers = workers.iter_mut().map(Worker::report).collect::<Result<Vec<_>, _>>()?;
+    let before = rt.block_on(pg_counters(url))?;
+    let cpu0 = process_cpu_s();
+    let (workflows, wall) = rt.block_on(drive(&node, &client, warmup, n, in_flight))?;
+    let cpu_s = process_cpu_s() - cpu0;
+    let after_workers = workers.iter_mut().map(Worker::report).collect::<Result<Vec<_>, _>>()?;
+    let after = rt.block_on(pg_counters(url))?;
+    let latencies_us = hops.take();
+    let stats = node.dispatcher().stats();
+    rt.block_on(node.shutdown());
+    let dead = node.take_dead_letters();
+    for worker in workers {
+        worker.finish()?;
+    }
+    if !dead.is_empty() {
+        return Err(format!("{} dead letters, first: {:?}", dead.len(), dead[0]).into());
+    }
+
+    let events = (workflows * flow.per_workflow()) as u64;
+    let per_event = |x: f64| x / events as f64;
+    let split: Vec<u64> = before_workers.iter().zip(&after_workers).map(|(b, a)| a.0 - b.0).collect();
+    let workers_cpu_s: f64 = before_workers.iter().zip(&after_workers).map(|(b, a)| a.1 - b.1).sum();
+    let all_cpu_s = cpu_s + workers_cpu_s;
+    let commits = after.commits - before.commits;
+    let wal_syncs = after.wal_syncs - before.wal_syncs;
+    let server_cpu_s = server_cpu_s(&before.server_ticks, &after.server_ticks);
+    let mut params = json!({
+        "warmup": warmup,
+        "in_flight": in_flight,
+        "memory": "PgStore(Retention::Keep)",
+        "broker": "durable Node on PgStore::queue (PgQueue)",
+        "latency": if procs == 0 {
+            "per orchestrator step: end of one service/client execution of a workflow to the start of its next"
+        } else {
+            "per workflow: the client's init to its completion (the services run in the workers)"
+        },
+        "worker_processes": procs,
+        "tuning": tuning.json(),
+        "commits": commits,
+        "commits_per_event": (per_event(commits as f64) * 100.0).round() / 100.0,
+        "rollbacks": after.rollbacks - before.rollbacks,
+        "wal_syncs": wal_syncs,
+        "wal_syncs_per_event": (per_event(wal_syncs as f64) * 1000.0).round() / 1000.0,
+        "wal_writes": after.wal_writes - before.wal_writes,
+        "wal_kb_per_event": (per_event(after.wal_bytes - before.wal_bytes) / 1024.0 * 100.0).round() / 100.0,
+        "cpu_us_per_event": (per_event(all_cpu_s) * 1e6 * 10.0).round() / 10.0,
+        "server_cpu_s": (server_cpu_s * 100.0).round() / 100.0,
+        "server_cpu_us_per_event": (per_event(server_cpu_s) * 1e6 * 10.0).round() / 10.0,
+        "dispatch": {
+            "delivered": stats.delivered,
+            "retried": stats.retried,
+            "settle_failures": stats.settle_failures,
+            "dead_lettered": stats.dead_lettered,
+            "note": "this process's node, warm-up included",
+        },
+        "stats_note": "commits: pg_stat_database.xact_commit of this database (all its sessions); wal_syncs and server_cpu_s: the whole server",
+    });
+    if procs > 0 {
+        let total: u64 = split.iter().sum();
+        params["deliveries_per_worker"] = json!(split);
+        params["deliveries_share"] = json!(
+            split
+                .iter()
+                .map(|d| (*d as f64 / total.max(1) as f64 * 1000.0).round() / 1000.0)
+                .collect::<Vec<_>>()
+        );
+        params["client_cpu_s"] = json!((cpu_s * 100.0).round() / 100.0);
+        params["workers_cpu_s"] = json!((workers_cpu_s * 100.0).round() / 100.0);
+    }
+    if let Flow::Fanout(k) = flow {
+        params["k"] = json!(k);
+        params["events_per_workflow"] = json!(flow.per_workflow());
+    }
+    Ok(Measured { workflows, rec: Recorder { latencies_us, events }, wall, cpu_s: Some(all_cpu_s), params })
+}
