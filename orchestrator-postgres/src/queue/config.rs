@@ -16,8 +16,8 @@ pub struct QueueConfig {
     pub visibility: Duration,
     /// How often an idle consumer looks for work when nothing woke it (default 250 ms).
     pub poll: Duration,
-    /// The most rows one consumer claims at once (default 1): more saves claims under load, but
-    /// rows claimed wait for that consumer.
+    /// The most rows one claim takes (default 64): a process's poller claims as many rows as
+    /// its consumers wait for, up to this, in one statement.
     pub batch: usize,
 }
 
@@ -28,7 +28,7 @@ impl Default for QueueConfig {
             publish_timeout: None,
             visibility: Duration::from_secs(30),
             poll: Duration::from_millis(250),
-            batch: 1,
+            batch: 64,
         }
     }
 }

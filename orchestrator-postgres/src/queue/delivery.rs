@@ -163,13 +163,6 @@ impl Drop for PgDelivery {
         }
         let shared = Arc::clone(&self.shared);
         let (seq, token) = (self.seq, self.token);
-        tokio::spawn(async move {
-            match shared.query(q::NACK, &[&seq, &token, &0_i64]).await {
-                Ok(_) => shared.wake.notify_one(),
-                Err(e) => {
-                    tracing::debug!(error = %e, "giving back a dropped delivery failed; its claim will lapse")
-                }
-            }
-        });
+        tokio::spawn(async move { shared.give_back(seq, token).await });
     }
 }

@@ -22,9 +22,11 @@
 //!   `dead_letters` table with the reason ([`PgQueue::dead_letters`],
 //!   [`PgQueue::requeue`]). Every settlement carries the claim's token: a consumer whose claim
 //!   lapsed and was taken over settles nothing.
-//! * **Wake-ups.** Consumers poll ([`QueueConfig::poll`], sooner when a delayed row becomes
-//!   visible); an enqueue in this process wakes them at once, and one in another process
-//!   through `LISTEN/NOTIFY` (a hint only: polling goes on regardless).
+//! * **One poller per process** (and set of topics): consumers wait on it, and it claims as many
+//!   rows as consumers wait for (up to [`QueueConfig::batch`]) in one statement. When a claim
+//!   comes back short it sleeps until an enqueue in this process wakes it, or one in another
+//!   process does through `LISTEN/NOTIFY` (sent after the commit, at most one per 10 ms and
+//!   process: a hint only), or a delayed row comes due, or [`QueueConfig::poll`] passes.
 //! * **Backpressure.** [`Transport::publish`] waits while [`QueueConfig::depth`] events wait
 //!   unclaimed, up to [`QueueConfig::publish_timeout`], then fails with
 //!   [`TransportError::Full`]. Products of an ack are never refused.
@@ -34,6 +36,7 @@
 mod config;
 mod dead_letter;
 mod delivery;
+mod feed;
 mod listener;
 mod shared;
 pub(crate) mod signals;
@@ -149,7 +152,7 @@ impl Transport for PgQueue {
 
     async fn subscribe(&self, topics: Topics) -> Result<PgSubscription, TransportError> {
         self.shared.start_listener();
-        Ok(PgSubscription::new(Arc::clone(&self.shared), topics))
+        Ok(PgSubscription::new(Arc::clone(&self.shared), &topics))
     }
 
     fn close(&self) {

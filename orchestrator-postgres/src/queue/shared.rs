@@ -90,6 +90,8 @@ pub(crate) struct Shared {
     /// The settings of the listening connection.
     pg: tokio_postgres::Config,
     listener: std::sync::Mutex<Option<JoinHandle<()>>>,
+    /// The pollers, by topics.
+    pub(super) feeds: super::feed::Feeds,
 }
 
 impl Shared {
@@ -117,6 +119,7 @@ impl Shared {
             born: Instant::now(),
             pg,
             listener: std::sync::Mutex::new(None),
+            feeds: std::sync::Mutex::default(),
         }
     }
 
@@ -214,6 +217,15 @@ impl Shared {
         let rows = self.query(q::NEXT_DUE, &[topics]).await?;
         let ms: Option<i64> = rows.first().and_then(|row| row.get(0));
         Ok(ms.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))))
+    }
+
+    /// Gives back claim `(seq, token)` at once (a nack without delay), best effort: a claim not
+    /// given back lapses.
+    pub(super) async fn give_back(&self, seq: i64, token: i64) {
+        match self.query(q::NACK, &[&seq, &token, &0_i64]).await {
+            Ok(_) => self.wake.notify_one(),
+            Err(e) => tracing::debug!(error = %e, "giving back a claim failed; it will lapse"),
+        }
     }
 
     /// Starts listening for other processes' enqueues, once.
