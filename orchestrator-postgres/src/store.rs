@@ -270,6 +270,19 @@ impl<R> PgStore<R> {
     }
 }
 
+/// The queue's columns of `events`, in order: topics (the `to`; empty when none: such an event
+/// is never delivered, the in-process transport refuses it), subjects, ids and JSON.
+type QueueColumns<'a> = (Vec<&'a str>, Vec<&'a str>, Vec<&'a str>, Vec<String>);
+
+fn queue_columns<'a>(id: &str, events: &'a [Event]) -> Result<QueueColumns<'a>, MemoryError> {
+    Ok((
+        events.iter().map(|e| e.to().unwrap_or_default()).collect(),
+        events.iter().map(Event::subject).collect(),
+        events.iter().map(Event::id).collect(),
+        events.iter().map(|e| encode(id, "event", e)).collect::<Result<Vec<_>, _>>()?,
+    ))
+}
+
 /// A journal row decoded.
 fn journal_record<R: DeserializeOwned>(
     id: &str,
@@ -417,16 +430,12 @@ where
             ),
             None => (false, 0, (None, None), None, "[]"),
         };
-        let (ob_consumed, ob_ids, ob_events) = match &commit.outbox {
-            Some(step) => (
-                step.consumed,
-                step.produced.iter().map(Event::id).collect::<Vec<_>>(),
-                step.produced.iter().map(|e| encode(id, "event", e)).collect::<Result<Vec<_>, _>>()?,
-            ),
-            None => (None, Vec::new(), Vec::new()),
+        let (ob_consumed, (ob_topics, ob_subjects, ob_ids, ob_events)) = match &commit.outbox {
+            Some(step) => (step.consumed, queue_columns(id, step.produced)?),
+            None => (None, Default::default()),
         };
         let (mode, after) = self.retention_mode();
-        let params: [&(dyn ToSql + Sync); 24] = [
+        let params: [&(dyn ToSql + Sync); 26] = [
             &id,
             &prev,
             &token,
@@ -445,6 +454,8 @@ where
             &produced,
             &commit.outbox.is_some(),
             &ob_consumed,
+            &ob_topics,
+            &ob_subjects,
             &ob_ids,
             &ob_events,
             &commit.finished,
@@ -565,10 +576,9 @@ where
 
 impl<R: Send + Sync> Outbox for PgStore<R> {
     async fn advance(&self, consumed: Option<&str>, produced: &[Event]) -> Result<(), MemoryError> {
-        let ids: Vec<&str> = produced.iter().map(Event::id).collect();
-        let events = produced.iter().map(|e| encode("", "event", e)).collect::<Result<Vec<_>, _>>()?;
+        let (topics, subjects, ids, events) = queue_columns("", produced)?;
         let client = self.client("").await?;
-        self.query(&client, "", q::OUTBOX_STEP, &[&consumed, &ids, &events]).await?;
+        self.query(&client, "", q::OUTBOX_STEP, &[&consumed, &topics, &subjects, &ids, &events]).await?;
         if !produced.is_empty() {
             self.wake.enqueued();
         }

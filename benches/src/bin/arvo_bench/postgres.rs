@@ -492,7 +492,7 @@ impl Worker {
 pub(super) fn worker_main(schema: &str, k: u32) -> Result<(), BoxError> {
     let url = database_url()?;
     let flow = if k == 0 { Flow::Chain } else { Flow::Fanout(k) };
-    let tuning = Tuning::from_env(1)?;
+    let tuning = Tuning::from_env(QueueConfig::default().batch)?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let hops = Arc::new(Hops::default());
     let node = rt.block_on(async {
