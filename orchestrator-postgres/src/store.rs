@@ -486,7 +486,8 @@ where
         let version = version.map(|v| to_u64(id, "version", v)).transpose()?;
         match (status, version) {
             (0, Some(version)) => {
-                if commit.outbox.is_some_and(|step| !step.produced.is_empty()) {
+                // Its products, and the next event of the consumed event's lane, are claimable.
+                if commit.outbox.is_some() {
                     self.wake.enqueued();
                 }
                 Ok(version)
@@ -579,9 +580,7 @@ impl<R: Send + Sync> Outbox for PgStore<R> {
         let (topics, subjects, ids, events) = queue_columns("", produced)?;
         let client = self.client("").await?;
         self.query(&client, "", q::OUTBOX_STEP, &[&consumed, &topics, &subjects, &ids, &events]).await?;
-        if !produced.is_empty() {
-            self.wake.enqueued();
-        }
+        self.wake.enqueued();
         Ok(())
     }
 

@@ -110,9 +110,8 @@ impl Delivery for PgDelivery {
             return Err(e);
         }
         self.settled = true;
-        if !produced.is_empty() {
-            self.shared.wake.enqueued();
-        }
+        // Products to claim, and the lane's next event, if any, is claimable now.
+        self.shared.wake.enqueued();
         Ok(())
     }
 
@@ -121,7 +120,7 @@ impl Delivery for PgDelivery {
         let rows = self.shared.query(q::NACK, &[&self.seq, &self.token, &delay]).await?;
         self.settled = true;
         if delay == 0 {
-            self.shared.wake.notify_one();
+            self.shared.wake.enqueued();
         }
         self.held(&rows)
     }
@@ -152,6 +151,7 @@ impl PgDelivery {
         ];
         self.shared.query(q::TERMINATE, &params).await?;
         self.settled = true;
+        self.shared.wake.enqueued();
         Ok(())
     }
 }

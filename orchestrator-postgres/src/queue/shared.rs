@@ -223,7 +223,7 @@ impl Shared {
     /// given back lapses.
     pub(super) async fn give_back(&self, seq: i64, token: i64) {
         match self.query(q::NACK, &[&seq, &token, &0_i64]).await {
-            Ok(_) => self.wake.notify_one(),
+            Ok(_) => self.wake.enqueued(),
             Err(e) => tracing::debug!(error = %e, "giving back a claim failed; it will lapse"),
         }
     }
