@@ -487,7 +487,10 @@ where
         match (status, version) {
             (0, Some(version)) => {
                 // Its products, and the next event of the consumed event's lane, are claimable.
-                if commit.outbox.is_some() {
+                if let Some(step) = &commit.outbox {
+                    if let Some(consumed) = step.consumed {
+                        self.wake.settled_by_commit(consumed);
+                    }
                     self.wake.enqueued();
                 }
                 Ok(version)

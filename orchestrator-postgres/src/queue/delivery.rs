@@ -95,6 +95,11 @@ impl Delivery for PgDelivery {
     async fn ack(mut self, produced: Vec<Event>) -> Result<(), TransportError> {
         // Refused products leave the delivery unsettled: dropped, it is delivered again.
         let lanes = Lane::of_all(&produced)?;
+        if self.shared.wake.take_settled(self.event.id()) {
+            // This process's commit took the row out of the queue with these products.
+            self.settled = true;
+            return Ok(());
+        }
         let (topics, subjects, ids, json) = columns(&lanes, &produced)?;
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
             [&self.seq, &self.token, &topics, &subjects, &ids, &json];

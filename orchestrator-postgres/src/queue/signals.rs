@@ -3,13 +3,17 @@
 //! at most once per [`COALESCE`], outside every step's transaction (a notification inside a
 //! transaction serializes the commits that send one).
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use deadpool_postgres::Pool;
 use tokio::sync::Notify;
 use tokio::sync::futures::Notified;
+
+/// The most events remembered as settled by a commit (see [`Signals::settled_by_commit`]).
+const SETTLED_CAPACITY: usize = 10_000;
 
 /// The shortest time between two notifications from one process.
 const COALESCE: Duration = Duration::from_millis(10);
@@ -22,6 +26,8 @@ pub(crate) struct Signals {
     dirty: AtomicBool,
     kick: Notify,
     notifier: AtomicBool,
+    /// Events whose row a commit of this process took out of the queue with their products.
+    settled: Mutex<HashSet<String>>,
 }
 
 impl Signals {
@@ -45,6 +51,23 @@ impl Signals {
         self.local.notify_one();
         self.dirty.store(true, Ordering::Release);
         self.kick.notify_one();
+    }
+
+    /// A commit of this process took event `id`'s row out of the queue (with its products): its
+    /// delivery's ack has nothing left to do and skips its round trip. Only an optimization: an
+    /// ack that does not know (another process committed, or this memory was full and cleared)
+    /// finds the row gone and does nothing either.
+    pub(crate) fn settled_by_commit(&self, id: &str) {
+        let mut settled = self.settled.lock().unwrap_or_else(PoisonError::into_inner);
+        if settled.len() >= SETTLED_CAPACITY {
+            settled.clear();
+        }
+        settled.insert(id.to_owned());
+    }
+
+    /// Whether a commit settled event `id` (forgetting it).
+    pub(crate) fn take_settled(&self, id: &str) -> bool {
+        self.settled.lock().unwrap_or_else(PoisonError::into_inner).remove(id)
     }
 
     /// Starts the task that sends the notifications for `schema`, once (and only within a Tokio
