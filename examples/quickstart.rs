@@ -22,7 +22,8 @@ use orchestrator::outbox::Outbox;
 use orchestrator::prelude::*;
 use orchestrator::runtime::Node;
 use orchestrator_examples::orders::{OrderFlow, OrderInput, OrderOutcome, OrderV1, services};
-use orchestrator_postgres::{PgConfig, PgStore};
+use orchestrator::transport::{InProcessConfig, InProcessTransport, Transport};
+use orchestrator_postgres::{PgConfig, PgStore, QueueConfig};
 use orchestrator_sqlite::SqliteConfig;
 
 const CLIENT: &str = "com.example.shop.frontend";
@@ -39,28 +40,43 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             // after their TTL (one live process per owner name).
             let memory = Arc::new(SqliteConfig::new(path).owner("quickstart").open::<WorkflowRecord>()?);
             let place = path.display().to_string();
-            run(memory, &place, &format!("cargo run -q -p orchestrator-cli -- history {place}")).await
+            // Events travel in this process; the store's outbox keeps those in flight.
+            let transport = InProcessTransport::new(InProcessConfig::default())?;
+            let inspect = format!("cargo run -q -p orchestrator-cli -- history {place}");
+            run(memory, transport, &place, &inspect).await
         }
         ["--store", "postgres"] => {
-            // State, journal, leases, timers and the events in flight in one PostgreSQL schema.
+            // State, journal, leases, timers and the event queue in one PostgreSQL schema: each
+            // step commits the settlement of the event it consumed, the new state, the journal
+            // entry and the events it produced in one transaction. Other processes running a
+            // node on the same schema share the work.
             let url = std::env::var("DATABASE_URL")
                 .map_err(|_| "--store postgres reads the server's URL from DATABASE_URL")?;
             let config = PgConfig { node: NodeId::new("quickstart"), ..PgConfig::new(url) };
             let memory = Arc::new(PgStore::<WorkflowRecord>::open(config).await?);
-            run(memory, "PostgreSQL, schema orchestrator", "psql").await
+            let queue = memory.queue(QueueConfig::default());
+            let inspect = "cargo run -q -p orchestrator-cli -- history \"$DATABASE_URL\"";
+            run(memory, queue, "PostgreSQL, schema orchestrator", inspect).await
         }
         _ => Err("usage: quickstart [--store sqlite|postgres]".into()),
     }
 }
 
-/// Runs the orders on a durable node over `memory`, then reads the first one's history back and
+/// Runs the orders on a durable node over `memory` and `transport`, then reads the first one's history back and
 /// replays it.
-async fn run<M>(memory: Arc<M>, place: &str, inspect: &str) -> Result<(), Box<dyn std::error::Error>>
+async fn run<M, T>(
+    memory: Arc<M>,
+    transport: T,
+    place: &str,
+    inspect: &str,
+) -> Result<(), Box<dyn std::error::Error>>
 where
     M: Memory<WorkflowRecord> + Outbox + Journal<WorkflowRecord> + 'static,
+    T: Transport,
 {
     let node = Node::builder(Arc::clone(&memory))
         .durable()
+        .transport(transport)
         .service(services::inventory()?)
         .service(services::payment()?)
         .service(services::shipping()?)

@@ -1,9 +1,38 @@
-//! Durable workflow memory for the orchestrator on PostgreSQL, shared by several nodes.
+//! The orchestrator on PostgreSQL: durable workflow memory and the event queue in one database,
+//! shared by every node that opens it.
 //!
-//! [`PgStore`] implements [`Memory`](orchestrator::memory::Memory) (compare-and-swap records,
-//! single-shot leases with fencing tokens, renewal, the wake-up index with claims, idempotent
-//! redelivery keyed by the event's `(source, id)`, retention),
-//! [`Journal`](orchestrator::memory::Journal) and [`Outbox`](orchestrator::outbox::Outbox).
+//! * [`PgStore`] implements [`Memory`](orchestrator::memory::Memory) (compare-and-swap records,
+//!   single-shot leases with fencing tokens, renewal, the wake-up index with claims, idempotent
+//!   redelivery keyed by the event's `(source, id)`, retention),
+//!   [`Journal`](orchestrator::memory::Journal) and [`Outbox`](orchestrator::outbox::Outbox).
+//! * [`PgQueue`] ([`PgStore::queue`]) is a [`Transport`](orchestrator::transport::Transport)
+//!   whose queue is the store's outbox: on a durable [`Node`](orchestrator::runtime::Node) over
+//!   both, each orchestrator step commits the settlement of the event it consumed, the new
+//!   record, the journal entry and the events it produced in **one transaction**, and each
+//!   service's ack settles its event and queues its products in one transaction. Several
+//!   processes running nodes on one schema share the work (see [`queue`]).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use orchestrator::orchestration::WorkflowRecord;
+//! use orchestrator::runtime::Node;
+//! use orchestrator_postgres::{PgConfig, PgStore, QueueConfig};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = Arc::new(
+//!     PgStore::<WorkflowRecord>::open(PgConfig::new("postgres://postgres@127.0.0.1:5432/test")).await?,
+//! );
+//! let queue = store.queue(QueueConfig::default());
+//! let node = Node::builder(Arc::clone(&store))
+//!     .durable()
+//!     .transport(queue)
+//!     // .service(…) .orchestrator(Orchestrator::builder(Arc::clone(&store)).machine::<…>())
+//!     .build()
+//!     .await?;
+//! # drop(node);
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! # Design
 //!
@@ -25,17 +54,23 @@
 //!   retention of a finished workflow and releases the lease. An error anywhere rolls it all
 //!   back. Statements are prepared once per pooled connection (the first use of a statement on
 //!   a connection costs one more round trip).
-//! * **Outbox**: an `outbox` table with a `BIGSERIAL` position; an outbox step (inside a commit,
-//!   or alone through [`Outbox::advance`](orchestrator::outbox::Outbox::advance), one call of the
-//!   `outbox_step` function) removes the consumed event and adds the produced ones in order,
-//!   skipping ids already present.
+//! * **Outbox = queue**: the `queue` table (a `BIGSERIAL` position, the `(topic, subject)` lane,
+//!   the claim) holds every event in flight; an outbox step (inside a commit, or alone through
+//!   [`Outbox::advance`](orchestrator::outbox::Outbox::advance), one call of the `outbox_step`
+//!   function) removes the consumed event and queues the produced ones in order, skipping ids
+//!   already present. [`PgQueue`] claims from it (see [`queue`]); terminated events go to the
+//!   `dead_letters` table.
 //! * **Retention**: [`Retention::Keep`](orchestrator::memory::Retention::Keep) marks the
 //!   workflow finished; `Remove` deletes it and its journal; `RemoveAfter(d)` marks it and
 //!   sweeps the workflows finished more than `d` ago (on each finishing commit and each cleanup,
 //!   through the `retain` function);
 //!   `Archive` moves the record and the journal to `archive_workflows` and `archive_journal`.
 //! * **Housekeeping**: [`PgStore::sweep`] deletes lapsed leases (tokens come from a sequence, so
-//!   fencing holds) and the workflows past their `RemoveAfter` delay; run it now and then.
+//!   fencing holds) and the workflows past their `RemoveAfter` delay; run it now and then. The
+//!   queue reaps its own lapsed claims.
+//! * **Lost answers**: when the connection dies before an `acquire` or a `commit` answers, the
+//!   store frees the lease that call may have taken or left (best effort, on a fresh connection),
+//!   so the retry need not wait for it to lapse.
 //! * **Versioned schema**: every table lives in [`PgConfig::schema`] (created if missing); the
 //!   migrations are applied on open under an advisory lock, and a database from a newer version
 //!   is refused with [`OpenError::NewerSchema`].
@@ -46,13 +81,18 @@
 //!
 //! # Limits
 //!
-//! * Outbox positions come from a sequence, taken when a transaction inserts: two commits running
+//! * Queue positions come from a sequence, taken when a transaction inserts: two commits running
 //!   at once may become visible in the other order, so a reader paging with
 //!   [`Outbox::pending`](orchestrator::outbox::Outbox::pending) while others write can pass over
 //!   an event that shows up later below its position. Read the whole outbox at start-up (as
-//!   [`orchestrator::outbox::redeliver`] does, with no other writer) rather than tail it.
-//! * Workflow ids, event ids and sources are b-tree keys: an incompressible one longer than
-//!   about 2.7 kB is refused by PostgreSQL (`54000`, a permanent error; nothing is written).
+//!   [`orchestrator::outbox::redeliver`] does, with no other writer) rather than tail it. Order
+//!   within a lane holds for events queued by one transaction or one after the other.
+//! * The queue of a schema is consumed by every [`PgQueue`] over it: do not run a node on the
+//!   in-process transport with [`NodeBuilder::durable`](orchestrator::runtime::NodeBuilder::durable)
+//!   over a schema whose queue other processes consume (its events in flight would be taken by
+//!   them).
+//! * Workflow ids, event ids, sources and subjects are b-tree keys: an incompressible one longer
+//!   than about 2.7 kB is refused by PostgreSQL (`54000`, a permanent error; nothing is written).
 //! * A `lock` or `acquire` that meets a commit of the same workflow in flight waits for that
 //!   transaction (the commit holds the lease row); it never waits for a lease.
 //!
@@ -60,7 +100,7 @@
 //! PostgreSQL refuses it); events (consumed, produced, outbox) are kept as JSON text, exactly as
 //! serialized. Every value travels as a bound parameter.
 //!
-//! # Example
+//! # The store alone
 //!
 //! ```no_run
 //! use orchestrator::memory::{Memory, MemoryExt, WriteMeta};
