@@ -21,8 +21,8 @@ use orchestrator::orchestration::{Orchestrator, WorkflowRecord, history};
 use orchestrator::outbox::Outbox;
 use orchestrator::prelude::*;
 use orchestrator::runtime::Node;
-use orchestrator_examples::orders::{OrderFlow, OrderInput, OrderOutcome, OrderV1, services};
 use orchestrator::transport::{InProcessConfig, InProcessTransport, Transport};
+use orchestrator_examples::orders::{OrderFlow, OrderInput, OrderOutcome, OrderV1, services};
 use orchestrator_postgres::{PgConfig, PgStore, QueueConfig};
 use orchestrator_sqlite::SqliteConfig;
 

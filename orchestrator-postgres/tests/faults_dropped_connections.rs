@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use orchestrator::memory::{NodeId, Retention};
 use orchestrator::orchestration::WorkflowRecord;
-use orchestrator::prelude::*;
 use orchestrator_postgres::PgStore;
 
 use common::workload::{self, Client};
@@ -87,18 +86,7 @@ async fn workflows_complete_exactly_once_while_connections_are_killed() {
     let stop = Arc::new(AtomicBool::new(false));
     let killing = tokio::spawn(killer(url.clone(), victims, Arc::clone(&stop)));
     let started = Instant::now();
-    let inits: Vec<Event> = (0..WORKFLOWS).map(|i| workload::init_event(&schema, i)).collect();
-    let starts: Vec<_> = inits
-        .iter()
-        .cloned()
-        .map(|init| {
-            let node = Arc::clone(&node);
-            tokio::spawn(async move { workload::start(&node, &init).await })
-        })
-        .collect();
-    for start in starts {
-        start.await.expect("a start");
-    }
+    let inits = workload::start_all(&node, &schema, WORKFLOWS).await;
     let all_done = client.wait_for(WORKFLOWS, Duration::from_secs(120)).await;
     stop.store(true, Ordering::Relaxed);
     let (killed, rounds) = tokio::time::timeout(Duration::from_secs(10), killing)

@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 
 use orchestrator::memory::{NodeId, Retention};
 use orchestrator::orchestration::WorkflowRecord;
-use orchestrator::prelude::*;
 use orchestrator_postgres::PgStore;
 
 use common::cluster::Cluster;
@@ -43,18 +42,7 @@ async fn workflows_complete_exactly_once_across_a_server_restart() {
     );
 
     let started = Instant::now();
-    let inits: Vec<Event> = (0..WORKFLOWS).map(|i| workload::init_event(&schema, i)).collect();
-    let starts: Vec<_> = inits
-        .iter()
-        .cloned()
-        .map(|init| {
-            let node = Arc::clone(&node);
-            tokio::spawn(async move { workload::start(&node, &init).await })
-        })
-        .collect();
-    for start in starts {
-        start.await.expect("a start");
-    }
+    let inits = workload::start_all(&node, &schema, WORKFLOWS).await;
     // Midway: once a third of the steps (three per workflow) are committed.
     let steps = 3 * WORKFLOWS;
     let (watcher, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("connect");

@@ -101,6 +101,27 @@ where
     }
 }
 
+/// Starts workflows `0..n` of test `tag` on `node`, all at once (see [`start`]), and returns
+/// their inits.
+pub async fn start_all<M>(node: &Arc<Node<M, Transport>>, tag: &str, n: usize) -> Vec<Event>
+where
+    M: Memory<WorkflowRecord> + 'static,
+{
+    let inits: Vec<Event> = (0..n).map(|i| init_event(tag, i)).collect();
+    let starts: Vec<_> = inits
+        .iter()
+        .cloned()
+        .map(|init| {
+            let node = Arc::clone(node);
+            tokio::spawn(async move { start(&node, &init).await })
+        })
+        .collect();
+    for started in starts {
+        started.await.expect("a start");
+    }
+    inits
+}
+
 /// One completion event the client received.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {
