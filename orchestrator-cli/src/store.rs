@@ -14,7 +14,7 @@ pub(crate) enum Store {
     /// A SQLite file.
     Sqlite(Box<SqliteMemory<WorkflowRecord>>),
     /// A PostgreSQL schema.
-    Postgres(PgStore<WorkflowRecord>),
+    Postgres(Box<PgStore<WorkflowRecord>>),
 }
 
 impl Store {
@@ -26,7 +26,7 @@ impl Store {
             let store = PgStore::open(config)
                 .await
                 .map_err(|e| CliError::Input(format!("cannot open the PostgreSQL store: {e}")))?;
-            return Ok(Self::Postgres(store));
+            return Ok(Self::Postgres(Box::new(store)));
         }
         let path = Path::new(location);
         if !path.is_file() {
