@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use super::collectors::Collectors;
 use super::dead_letters::{DeadLetterReason, DeadLetters};
 use super::domained::{Domained, DomainedEvent, DomainedFn};
+use super::heartbeat::Heartbeat;
 use super::retry::RetryPolicy;
 use super::settlement::Settlement;
 use crate::event::Event;
@@ -71,6 +72,7 @@ fn bump(counter: &AtomicU64) {
 pub struct Dispatcher<P> {
     routes: HashMap<String, Arc<dyn DynEventHandler>>,
     retry: RetryPolicy,
+    heartbeat: Option<Heartbeat>,
     dead_letters: DeadLetters,
     domained: Domained<P>,
     collectors: Collectors,
@@ -79,7 +81,8 @@ pub struct Dispatcher<P> {
 
 impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
     /// Routes each handler's [`source`](crate::handler::EventHandler::source) topic to it. Two
-    /// handlers on one topic are refused. Defaults: [`RetryPolicy::default`], dead letters kept
+    /// handlers on one topic are refused. Defaults: [`RetryPolicy::default`],
+    /// [`Heartbeat::default`], dead letters kept
     /// in a buffer of [`DEFAULT_DEAD_LETTER_CAPACITY`](super::DEFAULT_DEAD_LETTER_CAPACITY),
     /// domained events kept.
     pub fn new(
@@ -99,6 +102,7 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
         Ok(Self {
             routes,
             retry: RetryPolicy::default(),
+            heartbeat: Some(Heartbeat::default()),
             dead_letters: DeadLetters::default(),
             domained: Domained::default(),
             collectors: Collectors::default(),
@@ -110,6 +114,14 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
     #[must_use]
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Sets how deliveries are kept claimed while their handlers run (`None`: never extended;
+    /// default [`Heartbeat::default`]).
+    #[must_use]
+    pub fn with_heartbeat(mut self, heartbeat: Option<Heartbeat>) -> Self {
+        self.heartbeat = heartbeat;
         self
     }
 
@@ -215,7 +227,10 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
             // Through `&dyn`, not `&Arc<dyn>`: the `Arc` is itself a handler, one layer more.
             let handler: &dyn DynEventHandler = &**handler;
             match catch(|| handler.execute_dyn(event)) {
-                Ok(execution) => CatchPanic(execution).await,
+                Ok(execution) => match &self.heartbeat {
+                    Some(heartbeat) => heartbeat.keep_alive(&delivery, CatchPanic(execution)).await,
+                    None => CatchPanic(execution).await,
+                },
                 Err(message) => Err(message),
             }
         };

@@ -10,6 +10,8 @@
 //!   execution violation, a panic, no handler) → a dead letter with its reason.
 //! * [`DeadLetters`] logs every dead letter with `tracing::warn!`, then hands it to a callback
 //!   or keeps it in a bounded buffer (the oldest dropped first, and counted).
+//! * While a handler runs, the dispatcher extends its delivery now and then ([`Heartbeat`]), so
+//!   that a transport with visibility deadlines does not hand a long step to someone else.
 //! * Produced events with a `domain` are not published: they go to a callback with a
 //!   publisher to reply with ([`DomainedFn`]), or are kept ([`DomainedEvent`]).
 //!
@@ -20,6 +22,7 @@ pub(crate) mod collectors;
 mod dead_letters;
 mod dispatcher;
 mod domained;
+mod heartbeat;
 pub mod node;
 mod retry;
 mod settlement;
@@ -30,6 +33,7 @@ use std::pin::Pin;
 pub use dead_letters::{DEFAULT_DEAD_LETTER_CAPACITY, DeadLetter, DeadLetterReason, DeadLetters, ErrorFn};
 pub use dispatcher::{DispatchStats, Dispatcher, DispatcherError};
 pub use domained::{DomainedEvent, DomainedFn};
+pub use heartbeat::Heartbeat;
 pub use node::{
     DEFAULT_WORKERS, MissingService, Node, NodeBuilder, NodeError, TimerSettings, WorkflowStatus,
 };

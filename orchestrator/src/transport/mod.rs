@@ -112,7 +112,7 @@ pub trait Subscription: Send + 'static {
 }
 
 /// One delivery of one event, to be settled once (see the [module documentation](self)).
-pub trait Delivery: Send + 'static {
+pub trait Delivery: Send + Sync + 'static {
     /// The event delivered.
     fn event(&self) -> &Event;
 

@@ -12,7 +12,7 @@ use crate::memory::Memory;
 use crate::orchestration::timers::Timers;
 use crate::orchestration::{OrchestratorBuilder, ResumableBuilder, WorkflowRecord};
 use crate::outbox::{DynOutbox, Outbox, Outboxed};
-use crate::runtime::{DeadLetter, DeadLetters, Dispatcher, DomainedEvent, RetryPolicy};
+use crate::runtime::{DeadLetter, DeadLetters, Dispatcher, DomainedEvent, Heartbeat, RetryPolicy};
 use crate::transport::{InProcessConfig, InProcessTransport, Topics, Transport};
 
 /// How many deliveries a node handles at once by default: 64. A delivery mostly waits on the
@@ -63,6 +63,7 @@ pub struct NodeBuilder<M, T> {
     clients: Vec<String>,
     workers: usize,
     retry: RetryPolicy,
+    heartbeat: Option<Heartbeat>,
     dead_letters: Option<DeadLetters>,
     on_domained: Option<crate::runtime::DomainedFn<Arc<T>>>,
     timers: Option<TimerSettings>,
@@ -95,6 +96,7 @@ impl<M: Memory<WorkflowRecord> + 'static> NodeBuilder<M, InProcessTransport> {
             clients: Vec::new(),
             workers: DEFAULT_WORKERS,
             retry: RetryPolicy::default(),
+            heartbeat: Some(Heartbeat::default()),
             dead_letters: None,
             on_domained: None,
             timers: Some(TimerSettings::default()),
@@ -127,6 +129,7 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             clients: self.clients,
             workers: self.workers,
             retry: self.retry,
+            heartbeat: self.heartbeat,
             dead_letters: self.dead_letters,
             on_domained: None,
             timers: self.timers,
@@ -219,6 +222,21 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         self
     }
 
+    /// How deliveries are kept claimed while their handlers run (default
+    /// [`Heartbeat::default`]: extended by 30 s every 10 s). Set it from the transport's
+    /// visibility deadline (the PostgreSQL queue's `QueueConfig::visibility`).
+    pub fn heartbeat(mut self, heartbeat: Heartbeat) -> Self {
+        self.heartbeat = Some(heartbeat);
+        self
+    }
+
+    /// Never extends deliveries while their handlers run: a handler that outlasts the transport's
+    /// visibility deadline sees its event delivered again elsewhere.
+    pub fn without_heartbeat(mut self) -> Self {
+        self.heartbeat = None;
+        self
+    }
+
     /// Sends dead letters to `f` (after logging them) instead of keeping the last 10,000.
     pub fn on_dead_letter(mut self, f: impl Fn(DeadLetter) + Send + Sync + 'static) -> Self {
         self.dead_letters = Some(DeadLetters::callback(Arc::new(f)));
@@ -284,7 +302,7 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         }
         check_services(&handlers, &workflows, &self.remote)?;
 
-        let mut dispatcher = Dispatcher::new(handlers)?.with_retry(self.retry);
+        let mut dispatcher = Dispatcher::new(handlers)?.with_retry(self.retry).with_heartbeat(self.heartbeat);
         if let Some(dead_letters) = self.dead_letters {
             dispatcher = dispatcher.with_dead_letters(dead_letters);
         }
