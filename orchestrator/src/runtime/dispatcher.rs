@@ -81,8 +81,8 @@ pub struct Dispatcher<P> {
 
 impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
     /// Routes each handler's [`source`](crate::handler::EventHandler::source) topic to it. Two
-    /// handlers on one topic are refused. Defaults: [`RetryPolicy::default`],
-    /// [`Heartbeat::default`], dead letters kept
+    /// handlers on one topic are refused. Defaults: [`RetryPolicy::default`], no heartbeat
+    /// (the in-process transport has no visibility deadline), dead letters kept
     /// in a buffer of [`DEFAULT_DEAD_LETTER_CAPACITY`](super::DEFAULT_DEAD_LETTER_CAPACITY),
     /// domained events kept.
     pub fn new(
@@ -102,7 +102,7 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
         Ok(Self {
             routes,
             retry: RetryPolicy::default(),
-            heartbeat: Some(Heartbeat::default()),
+            heartbeat: None,
             dead_letters: DeadLetters::default(),
             domained: Domained::default(),
             collectors: Collectors::default(),
@@ -117,8 +117,9 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
         self
     }
 
-    /// Sets how deliveries are kept claimed while their handlers run (`None`: never extended;
-    /// default [`Heartbeat::default`]).
+    /// Sets how deliveries are kept claimed while their handlers run (`None`, the default: never
+    /// extended; a [`Node`](super::Node) sets [`Heartbeat::default`]). The heartbeat needs the
+    /// Tokio runtime's time driver.
     #[must_use]
     pub fn with_heartbeat(mut self, heartbeat: Option<Heartbeat>) -> Self {
         self.heartbeat = heartbeat;
