@@ -118,6 +118,11 @@ impl PgQueue {
         let started = Instant::now();
         let mut pause = std::time::Duration::from_millis(5);
         loop {
+            // The primary key's range bounds the queue's length: under the depth, there is room
+            // without counting.
+            if self.shared.span().await?.saturating_add(batch) <= config.depth {
+                return Ok(());
+            }
             let depth = self.shared.depth(config.depth).await?;
             if depth == 0 || depth + batch <= config.depth {
                 return Ok(());
@@ -161,5 +166,11 @@ impl Transport for PgQueue {
 
     fn queue_id(&self) -> Option<&str> {
         Some(&self.shared.queue_id)
+    }
+
+    /// Always: a row is claimable only while no other row of its lane is claimed, whichever
+    /// process claims it.
+    fn exclusive_lanes(&self) -> bool {
+        true
     }
 }

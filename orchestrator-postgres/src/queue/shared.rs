@@ -152,6 +152,14 @@ impl Shared {
         Ok(usize::try_from(count).unwrap_or(usize::MAX))
     }
 
+    /// An upper bound of how many rows are queued (claimed or not), read from the ends of the
+    /// primary key: cheap enough for every publish.
+    pub(super) async fn span(&self) -> Result<usize, TransportError> {
+        let rows = self.query(q::SPAN, &[]).await?;
+        let span: i64 = rows.first().map_or(0, |row| row.get(0));
+        Ok(usize::try_from(span).unwrap_or(usize::MAX))
+    }
+
     /// Enqueues `events` (of `lanes`) in order, skipping ids queued already, and wakes a
     /// consumer.
     pub(super) async fn enqueue(&self, lanes: &[Lane], events: &[Event]) -> Result<(), TransportError> {

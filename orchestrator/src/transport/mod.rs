@@ -99,6 +99,18 @@ pub trait Transport: Send + Sync + 'static {
     fn queue_id(&self) -> Option<&str> {
         None
     }
+
+    /// Whether this transport hands out at most one unsettled delivery per `(topic, subject)`
+    /// lane across *every* process that consumes it (a database queue whose claims are rows,
+    /// such as PostgreSQL's), not only within one process. A [`Node`](crate::runtime::Node) on
+    /// such a transport runs its orchestrators and resumables without a lease per step
+    /// ([`Locking::Never`](crate::orchestration::Locking::Never)): the queue already serializes
+    /// a workflow's events, and the compare-and-swap write still refuses a lost update (for
+    /// instance after a claim lapsed while its step ran). `false` (the default): steps take the
+    /// store's lease.
+    fn exclusive_lanes(&self) -> bool {
+        false
+    }
 }
 
 /// A stream of deliveries (see [`Transport::subscribe`]).

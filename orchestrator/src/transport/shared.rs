@@ -23,4 +23,8 @@ impl<T: Transport> Transport for Arc<T> {
     fn queue_id(&self) -> Option<&str> {
         (**self).queue_id()
     }
+
+    fn exclusive_lanes(&self) -> bool {
+        (**self).exclusive_lanes()
+    }
 }

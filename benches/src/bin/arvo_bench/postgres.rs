@@ -106,6 +106,10 @@ fn queue_config(tuning: Tuning) -> QueueConfig {
 }
 
 async fn drop_schema(url: &str, schema: &str) {
+    if std::env::var_os("ARVO_BENCH_PG_KEEP").is_some() {
+        eprintln!("kept schema {schema} (ARVO_BENCH_PG_KEEP)");
+        return;
+    }
     let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
     match tokio_postgres::connect(url, tokio_postgres::NoTls).await {
         Ok((client, connection)) => {

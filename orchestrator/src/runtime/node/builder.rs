@@ -10,7 +10,7 @@ use crate::contract::VersionedContract;
 use crate::handler::{DynEventHandler, EventHandler};
 use crate::memory::Memory;
 use crate::orchestration::timers::Timers;
-use crate::orchestration::{OrchestratorBuilder, ResumableBuilder, WorkflowRecord};
+use crate::orchestration::{Locking, OrchestratorBuilder, ResumableBuilder, WorkflowRecord};
 use crate::outbox::{DynOutbox, Outbox, Outboxed};
 use crate::runtime::{DeadLetter, DeadLetters, Dispatcher, DomainedEvent, Heartbeat, RetryPolicy};
 use crate::transport::{InProcessConfig, InProcessTransport, Topics, Transport};
@@ -41,7 +41,9 @@ impl Default for TimerSettings {
 }
 
 /// A workflow handler to build, and the services it calls.
-type Workflow = Box<dyn FnOnce(Option<Arc<dyn DynOutbox>>) -> Result<Built, NodeError> + Send>;
+/// Builds a registered workflow with the node's outbox and whether the transport's lanes are
+/// exclusive across processes (the steps then take no lease).
+type Workflow = Box<dyn FnOnce(Option<Arc<dyn DynOutbox>>, bool) -> Result<Built, NodeError> + Send>;
 
 /// A built workflow handler.
 struct Built {
@@ -167,13 +169,18 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     }
 
     /// Registers a statechart orchestrator (its machines; the node adds the outbox when it is
-    /// durable). Build it over the node's store.
+    /// durable). Build it over the node's store. On a transport whose lanes are exclusive
+    /// across processes ([`Transport::exclusive_lanes`], PostgreSQL's queue) its steps take no
+    /// lease: the queue serializes a workflow's events, and the compare-and-swap write refuses a
+    /// lost update.
     pub fn orchestrator(mut self, orchestrator: OrchestratorBuilder<Arc<M>>) -> Self {
-        self.workflows.push(Box::new(move |outbox| {
+        self.workflows.push(Box::new(move |outbox, exclusive_lanes| {
             let orchestrator = match outbox {
                 Some(outbox) => orchestrator.outbox(outbox),
                 None => orchestrator,
             };
+            let orchestrator =
+                if exclusive_lanes { orchestrator.locking(Locking::Never) } else { orchestrator };
             let orchestrator = orchestrator.build()?;
             let services = orchestrator.services();
             Ok(Built { handler: Arc::new(orchestrator), services })
@@ -182,13 +189,15 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     }
 
     /// Registers a resumable (the node adds the outbox when it is durable). Build it over the
-    /// node's store.
+    /// node's store. Like an orchestrator, it takes no lease per step on a transport whose lanes
+    /// are exclusive across processes ([`Transport::exclusive_lanes`]).
     pub fn resumable(mut self, resumable: ResumableBuilder<Arc<M>>) -> Self {
-        self.workflows.push(Box::new(move |outbox| {
+        self.workflows.push(Box::new(move |outbox, exclusive_lanes| {
             let resumable = match outbox {
                 Some(outbox) => resumable.outbox(outbox),
                 None => resumable,
             };
+            let resumable = if exclusive_lanes { resumable.locking(Locking::Never) } else { resumable };
             let resumable = resumable.build()?;
             let services = resumable.services();
             Ok(Built { handler: Arc::new(resumable), services })
@@ -281,10 +290,11 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             .as_ref()
             .and_then(|outbox| outbox.queue_id_dyn())
             .is_some_and(|id| self.transport.queue_id() == Some(id));
+        let exclusive_lanes = self.transport.exclusive_lanes();
         let mut handlers: Vec<Arc<dyn DynEventHandler>> = Vec::new();
         let mut workflows = Vec::new();
         for workflow in self.workflows {
-            let built = workflow(outbox.clone())?;
+            let built = workflow(outbox.clone(), exclusive_lanes)?;
             workflows.push((built.handler.source_dyn().to_owned(), built.services));
             handlers.push(built.handler);
         }
