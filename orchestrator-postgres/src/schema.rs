@@ -336,7 +336,103 @@ const MIGRATIONS: &[&str] = &[
      -- primary key, where the claimed ones are few (at most the consumers, plus lapsed claims).
      DROP INDEX {s}.queue_ready;
      DROP INDEX {s}.queue_claims;
-     ALTER TABLE {s}.queue SET (fillfactor = 50);",
+     ALTER TABLE {s}.queue SET (fillfactor = 50);
+     -- A step's statements run in the commit's own function rather than in nested ones (each
+     -- nesting level costs a statement's overhead), and a kept workflow's end is written by
+     -- the step's own write.
+     CREATE OR REPLACE FUNCTION {s}.commit_step(
+         p_id TEXT, p_prev BIGINT, p_token BIGINT, p_record TEXT,
+         p_parent_known BOOLEAN, p_parent TEXT, p_initiator_known BOOLEAN, p_initiator TEXT,
+         p_source TEXT, p_wake_ms BIGINT,
+         p_has_entry BOOLEAN, p_at_ms BIGINT, p_c_source TEXT, p_c_id TEXT, p_consumed TEXT,
+         p_produced TEXT,
+         p_outbox BOOLEAN, p_ob_consumed TEXT, p_ob_topics TEXT[], p_ob_subjects TEXT[],
+         p_ob_ids TEXT[], p_ob_events TEXT[],
+         p_finished BOOLEAN, p_mode INTEGER, p_after_ms BIGINT, p_release BOOLEAN,
+         OUT o_status INTEGER, OUT o_version BIGINT)
+     LANGUAGE plpgsql AS $fn$
+     DECLARE
+         v_version BIGINT;
+         v_record JSONB := p_record::jsonb;
+     BEGIN
+         IF p_token IS NOT NULL THEN
+             PERFORM 1 FROM {s}.leases l
+             WHERE l.id = p_id AND l.token = p_token AND l.expires_at > now() FOR SHARE;
+             IF NOT FOUND THEN
+                 o_status := 1;
+                 RETURN;
+             END IF;
+         END IF;
+         IF p_prev IS NULL THEN
+             INSERT INTO {s}.workflows AS w
+                 (id, record, version, parent, initiator, source, wake_at, finished_at)
+             VALUES (p_id, v_record, 1, p_parent, p_initiator, p_source,
+                     to_timestamp(p_wake_ms / 1000.0),
+                     CASE WHEN p_finished AND p_mode IN (0, 2) THEN now() END)
+             ON CONFLICT (id) DO NOTHING RETURNING w.version INTO v_version;
+         ELSE
+             UPDATE {s}.workflows w SET record = v_record, version = p_prev + 1,
+                 parent = CASE WHEN p_parent_known THEN p_parent ELSE w.parent END,
+                 initiator = CASE WHEN p_initiator_known THEN p_initiator ELSE w.initiator END,
+                 source = p_source, wake_at = to_timestamp(p_wake_ms / 1000.0),
+                 claimed_until = NULL, updated_at = now(),
+                 finished_at = CASE WHEN p_finished AND p_mode IN (0, 2)
+                                    THEN COALESCE(w.finished_at, now()) ELSE w.finished_at END
+             WHERE w.id = p_id AND w.version = p_prev RETURNING w.version INTO v_version;
+         END IF;
+         IF v_version IS NULL THEN
+             SELECT w.version INTO v_version FROM {s}.workflows w WHERE w.id = p_id;
+             o_status := 2;
+             o_version := v_version;
+             RETURN;
+         END IF;
+         IF p_has_entry THEN
+             INSERT INTO {s}.journal
+                 (wf, version, at_ms, consumed_source, consumed_id, consumed, produced, record)
+             VALUES (p_id, v_version, p_at_ms, p_c_source, p_c_id, p_consumed, p_produced,
+                     p_record);
+         END IF;
+         IF p_outbox THEN
+             IF p_ob_consumed IS NOT NULL THEN
+                 DELETE FROM {s}.queue q WHERE q.event_id = p_ob_consumed;
+             END IF;
+             IF cardinality(p_ob_ids) > 0 THEN
+                 INSERT INTO {s}.queue (topic, subject, event_id, event)
+                 SELECT t.topic, t.subject, t.id, t.ev
+                 FROM unnest(p_ob_topics, p_ob_subjects, p_ob_ids, p_ob_events)
+                     WITH ORDINALITY AS t(topic, subject, id, ev, ord)
+                 ORDER BY t.ord
+                 ON CONFLICT (event_id) DO NOTHING;
+             END IF;
+         END IF;
+         -- Keep (0) is done: the write above set `finished_at`.
+         IF p_finished AND p_mode <> 0 THEN
+             PERFORM {s}.retain(p_id, p_mode, p_after_ms);
+         END IF;
+         IF p_release AND p_token IS NOT NULL THEN
+             DELETE FROM {s}.leases l WHERE l.id = p_id AND l.token = p_token;
+         END IF;
+         o_status := 0;
+         o_version := v_version;
+     END $fn$;
+     CREATE OR REPLACE FUNCTION {s}.ack(p_seq BIGINT, p_token BIGINT, p_topics TEXT[],
+                                        p_subjects TEXT[], p_ids TEXT[], p_events TEXT[])
+     RETURNS BOOLEAN LANGUAGE plpgsql AS $fn$
+     BEGIN
+         DELETE FROM {s}.queue q WHERE q.seq = p_seq AND q.token = p_token;
+         IF NOT FOUND THEN
+             RETURN FALSE;
+         END IF;
+         IF cardinality(p_ids) > 0 THEN
+             INSERT INTO {s}.queue (topic, subject, event_id, event)
+             SELECT t.topic, t.subject, t.id, t.ev
+             FROM unnest(p_topics, p_subjects, p_ids, p_events)
+                 WITH ORDINALITY AS t(topic, subject, id, ev, ord)
+             ORDER BY t.ord
+             ON CONFLICT (event_id) DO NOTHING;
+         END IF;
+         RETURN TRUE;
+     END $fn$;",
 ];
 
 /// `name` quoted as an SQL identifier.

@@ -343,11 +343,15 @@ fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
         "orchestrator_loop_1000" => history::in_memory(&rt, n, 1000)?,
         "sqlite_loop_normal_10" => history::sqlite(n, 10)?,
         "sqlite_loop_normal_1000" => history::sqlite(n, 1000)?,
-        "postgres_chain_1" => postgres::run(n, postgres::Flow::Chain, 1, 0, 1)?,
-        "postgres_chain_1000" => postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 0, 1)?,
+        "postgres_chain_1" => postgres::run(n, postgres::Flow::Chain, 1, 0, postgres::DEFAULT_BATCH)?,
+        "postgres_chain_1000" => {
+            postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 0, postgres::DEFAULT_BATCH)?
+        }
         "postgres_chain_1000_batch8" => postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 0, 8)?,
-        "postgres_chain_1000_2proc" => postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 2, 1)?,
-        "postgres_fanout" => postgres::run(n, postgres::Flow::Fanout(k), 1, 0, 1)?,
+        "postgres_chain_1000_2proc" => {
+            postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 2, postgres::DEFAULT_BATCH)?
+        }
+        "postgres_fanout" => postgres::run(n, postgres::Flow::Fanout(k), 1, 0, postgres::DEFAULT_BATCH)?,
         _ => return Err(format!("workload `{key}` has no runner").into()),
     };
     let mut lat = m.rec.latencies_us;

@@ -496,7 +496,7 @@ impl Worker {
 pub(super) fn worker_main(schema: &str, k: u32) -> Result<(), BoxError> {
     let url = database_url()?;
     let flow = if k == 0 { Flow::Chain } else { Flow::Fanout(k) };
-    let tuning = Tuning::from_env(QueueConfig::default().batch)?;
+    let tuning = Tuning::from_env(DEFAULT_BATCH)?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let hops = Arc::new(Hops::default());
     let node = rt.block_on(async {
@@ -515,6 +515,9 @@ pub(super) fn worker_main(schema: &str, k: u32) -> Result<(), BoxError> {
     rt.block_on(node.shutdown());
     Ok(())
 }
+
+/// The queue's default claim size ([`QueueConfig::batch`]), which the rows use unless they say.
+pub(super) const DEFAULT_BATCH: usize = 64;
 
 /// A workload: `n` workflows of `flow`, `in_flight` at a time, in `procs` worker processes (0:
 /// all in this process), claiming up to `batch` events at once.
