@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this crate writes and reads. A database at a newer version is refused
 /// with [`OpenError::NewerSchema`].
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// The migrations, in order: entry `i` brings the schema from version `i` to `i + 1`. `{s}` is
 /// replaced by the quoted schema name.
@@ -303,6 +303,135 @@ const MIGRATIONS: &[&str] = &[
              PERFORM {s}.enqueue(p_topics, p_subjects, p_ids, p_events);
          END IF;
          RETURN TRUE;
+     END $fn$;",
+    // 4: what the workflow index needs: each workflow's status (written by every commit, not
+    // guessed from the record) and its root workflow, in both the live and the archive tables
+    // (added in the same order, so that the archive's `SELECT *` still lines up); existing rows
+    // are backfilled; indexes list workflows newest first by orchestrator, status, initiator,
+    // root and creation time. The commit takes the status and sets the root.
+    "ALTER TABLE {s}.workflows ADD COLUMN status TEXT NOT NULL DEFAULT 'active', ADD COLUMN root TEXT;
+     ALTER TABLE {s}.archive_workflows
+         ADD COLUMN status TEXT NOT NULL DEFAULT 'active', ADD COLUMN root TEXT;
+     -- The status the record describes (WorkflowRecord::workflow_state): the failure latch,
+     -- then the end, then a durable timer.
+     UPDATE {s}.workflows w SET status = CASE
+             WHEN w.record->>'executionStatus' = 'failure' THEN 'failed'
+             WHEN w.record->'done' = 'true'::jsonb THEN 'done'
+             ELSE 'waiting' END
+     WHERE w.record->>'executionStatus' = 'failure' OR w.record->'done' = 'true'::jsonb
+        OR w.wake_at IS NOT NULL;
+     UPDATE {s}.archive_workflows w SET status = CASE
+             WHEN w.record->>'executionStatus' = 'failure' THEN 'failed'
+             WHEN w.record->'done' = 'true'::jsonb THEN 'done'
+             ELSE 'waiting' END
+     WHERE w.record->>'executionStatus' = 'failure' OR w.record->'done' = 'true'::jsonb
+        OR w.wake_at IS NOT NULL;
+     -- The root: a workflow without a parent is its own root; a child's is found by walking up
+     -- its parents (live or archived) to the last one known.
+     UPDATE {s}.workflows w SET root = w.id WHERE w.parent IS NULL;
+     UPDATE {s}.archive_workflows w SET root = w.id WHERE w.parent IS NULL;
+     WITH RECURSIVE nodes AS (
+         SELECT n.id, n.parent FROM {s}.workflows n
+         UNION SELECT n.id, n.parent FROM {s}.archive_workflows n),
+     up (id, cur, depth) AS (
+         SELECT n.id, n.parent, 1 FROM nodes n WHERE n.parent IS NOT NULL
+         UNION ALL
+         SELECT up.id, n.parent, up.depth + 1 FROM up JOIN nodes n ON n.id = up.cur
+         WHERE n.parent IS NOT NULL AND up.depth < 1000),
+     roots AS (SELECT DISTINCT ON (up.id) up.id, up.cur FROM up ORDER BY up.id, up.depth DESC)
+     UPDATE {s}.workflows w SET root = roots.cur FROM roots WHERE w.id = roots.id;
+     WITH RECURSIVE nodes AS (
+         SELECT n.id, n.parent FROM {s}.workflows n
+         UNION SELECT n.id, n.parent FROM {s}.archive_workflows n),
+     up (id, cur, depth) AS (
+         SELECT n.id, n.parent, 1 FROM nodes n WHERE n.parent IS NOT NULL
+         UNION ALL
+         SELECT up.id, n.parent, up.depth + 1 FROM up JOIN nodes n ON n.id = up.cur
+         WHERE n.parent IS NOT NULL AND up.depth < 1000),
+     roots AS (SELECT DISTINCT ON (up.id) up.id, up.cur FROM up ORDER BY up.id, up.depth DESC)
+     UPDATE {s}.archive_workflows w SET root = roots.cur FROM roots WHERE w.id = roots.id;
+     CREATE INDEX workflows_source_created ON {s}.workflows (source, created_at DESC);
+     CREATE INDEX workflows_status_updated ON {s}.workflows (status, updated_at DESC);
+     CREATE INDEX workflows_initiator_created ON {s}.workflows (initiator, created_at DESC)
+         WHERE initiator IS NOT NULL;
+     CREATE INDEX workflows_root_created ON {s}.workflows (root, created_at);
+     CREATE INDEX workflows_created ON {s}.workflows (created_at DESC);
+     DROP FUNCTION {s}.commit_step(TEXT, BIGINT, BIGINT, TEXT, BOOLEAN, TEXT, BOOLEAN, TEXT, TEXT,
+         BIGINT, BOOLEAN, BIGINT, TEXT, TEXT, TEXT, TEXT, BOOLEAN, TEXT, TEXT[], TEXT[], TEXT[],
+         TEXT[], BOOLEAN, INTEGER, BIGINT, BOOLEAN);
+     CREATE FUNCTION {s}.commit_step(
+         p_id TEXT, p_prev BIGINT, p_token BIGINT, p_record TEXT,
+         p_parent_known BOOLEAN, p_parent TEXT, p_initiator_known BOOLEAN, p_initiator TEXT,
+         p_source TEXT, p_wake_ms BIGINT, p_status TEXT,
+         p_has_entry BOOLEAN, p_at_ms BIGINT, p_c_source TEXT, p_c_id TEXT, p_consumed TEXT,
+         p_produced TEXT,
+         p_outbox BOOLEAN, p_ob_consumed TEXT, p_ob_topics TEXT[], p_ob_subjects TEXT[],
+         p_ob_ids TEXT[], p_ob_events TEXT[],
+         p_finished BOOLEAN, p_mode INTEGER, p_after_ms BIGINT, p_release BOOLEAN,
+         OUT o_status INTEGER, OUT o_version BIGINT)
+     LANGUAGE plpgsql AS $fn$
+     DECLARE
+         v_version BIGINT;
+         v_record JSONB := p_record::jsonb;
+         v_root TEXT;
+     BEGIN
+         IF p_token IS NOT NULL THEN
+             PERFORM 1 FROM {s}.leases l
+             WHERE l.id = p_id AND l.token = p_token AND l.expires_at > now() FOR SHARE;
+             IF NOT FOUND THEN
+                 o_status := 1;
+                 RETURN;
+             END IF;
+         END IF;
+         IF p_prev IS NULL THEN
+             -- The root: the parent's, else the parent itself (its row is gone or not written
+             -- yet), else this workflow.
+             IF p_parent IS NOT NULL THEN
+                 SELECT w.root INTO v_root FROM {s}.workflows w WHERE w.id = p_parent;
+             END IF;
+             v_root := COALESCE(v_root, p_parent, p_id);
+             INSERT INTO {s}.workflows AS w
+                 (id, record, version, parent, initiator, source, wake_at, status, root)
+             VALUES (p_id, v_record, 1, p_parent, p_initiator, p_source,
+                     to_timestamp(p_wake_ms / 1000.0), p_status, v_root)
+             ON CONFLICT (id) DO NOTHING RETURNING w.version INTO v_version;
+         ELSE
+             UPDATE {s}.workflows w SET record = v_record, version = p_prev + 1,
+                 parent = CASE WHEN p_parent_known THEN p_parent ELSE w.parent END,
+                 initiator = CASE WHEN p_initiator_known THEN p_initiator ELSE w.initiator END,
+                 source = p_source, wake_at = to_timestamp(p_wake_ms / 1000.0),
+                 status = p_status,
+                 -- A parent learnt (or changed) after the first write moves the root with it.
+                 root = CASE WHEN p_parent_known AND p_parent IS DISTINCT FROM w.parent
+                             THEN COALESCE((SELECT p.root FROM {s}.workflows p WHERE p.id = p_parent),
+                                           p_parent, p_id)
+                             ELSE w.root END,
+                 claimed_until = NULL, updated_at = now()
+             WHERE w.id = p_id AND w.version = p_prev RETURNING w.version INTO v_version;
+         END IF;
+         IF v_version IS NULL THEN
+             SELECT w.version INTO v_version FROM {s}.workflows w WHERE w.id = p_id;
+             o_status := 2;
+             o_version := v_version;
+             RETURN;
+         END IF;
+         IF p_has_entry THEN
+             INSERT INTO {s}.journal
+                 (wf, version, at_ms, consumed_source, consumed_id, consumed, produced, record)
+             VALUES (p_id, v_version, p_at_ms, p_c_source, p_c_id, p_consumed, p_produced,
+                     p_record);
+         END IF;
+         IF p_outbox THEN
+             PERFORM {s}.outbox_step(p_ob_consumed, p_ob_topics, p_ob_subjects, p_ob_ids, p_ob_events);
+         END IF;
+         IF p_finished THEN
+             PERFORM {s}.retain(p_id, p_mode, p_after_ms);
+         END IF;
+         IF p_release AND p_token IS NOT NULL THEN
+             DELETE FROM {s}.leases l WHERE l.id = p_id AND l.token = p_token;
+         END IF;
+         o_status := 0;
+         o_version := v_version;
      END $fn$;",
 ];
 
