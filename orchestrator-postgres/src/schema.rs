@@ -435,6 +435,10 @@ const MIGRATIONS: &[&str] = &[
      END $fn$;",
 ];
 
+// One migration per version: a migration appended without bumping the version (or the
+// reverse) does not compile.
+const _: () = assert!(MIGRATIONS.len() == SCHEMA_VERSION as usize);
+
 /// `name` quoted as an SQL identifier.
 pub(crate) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
