@@ -40,6 +40,15 @@
 //!   `UPDATE … WHERE id = $1 AND version = $2`; a creation is an `INSERT … ON CONFLICT DO
 //!   NOTHING`), the next wake-up (`wake_at`, indexed) and its claim, the parent, the initiator,
 //!   the writing source, `finished_at` and timestamps.
+//! * **The workflow index** (schema migration 4): each row also keeps its `status` (`active`,
+//!   `waiting`, `done`, `failed`: [`WriteMeta::status`](orchestrator::memory::WriteMeta::status),
+//!   written by every commit) and its `root` (its own id for a root workflow; a child's is its
+//!   parent's root, or the parent's id when the parent's row is not there). Indexes list
+//!   workflows newest first: `workflows_source_created (source, created_at DESC)` (by
+//!   orchestrator), `workflows_status_updated (status, updated_at DESC)`,
+//!   `workflows_initiator_created (initiator, created_at DESC)`, `workflows_root_created (root,
+//!   created_at)` (a workflow tree) and `workflows_created (created_at DESC)`; children by parent
+//!   use `workflows_parent (parent, seq)`. The archive keeps both columns (not indexed).
 //! * **Leases are rows** (`leases(id, owner, token, expires_at)`) judged by the database's clock
 //!   (`now()`), so that nodes whose clocks differ agree; tokens come from a sequence and only
 //!   grow; a renewal extends from `now()`; releasing a lapsed or superseded lease is not an
@@ -47,7 +56,7 @@
 //! * **`acquire` is one statement** (one round trip): a CTE takes the lease when asked, and the
 //!   same statement reads the record and the journal's answer for the event.
 //! * **`commit` is one call** (one round trip, one transaction): the `commit_step` function
-//!   (schema migration 2, PL/pgSQL) checks the fencing token (`SELECT … FOR SHARE`, which also
+//!   (schema migration 4, PL/pgSQL) checks the fencing token (`SELECT … FOR SHARE`, which also
 //!   keeps the lease from being superseded until the commit ends), compare-and-swaps the record,
 //!   appends the journal row (the journal's positions are the record versions, unique per
 //!   workflow), sets the wake-up (a write ends any claim), takes the outbox step, applies the

@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this crate writes and reads. A database at a newer version is refused
 /// with [`OpenError::NewerSchema`].
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// The migrations, in order: entry `i` brings the schema from version `i` to `i + 1`. `{s}` is
 /// replaced by the quoted schema name.
@@ -337,13 +337,87 @@ const MIGRATIONS: &[&str] = &[
      DROP INDEX {s}.queue_ready;
      DROP INDEX {s}.queue_claims;
      ALTER TABLE {s}.queue SET (fillfactor = 50);
-     -- A step's statements run in the commit's own function rather than in nested ones (each
-     -- nesting level costs a statement's overhead), and a kept workflow's end is written by
-     -- the step's own write.
-     CREATE OR REPLACE FUNCTION {s}.commit_step(
+     -- An ack's queue writes run in its own function rather than in a nested one (each
+     -- nesting level costs a statement's overhead).
+     CREATE OR REPLACE FUNCTION {s}.ack(p_seq BIGINT, p_token BIGINT, p_topics TEXT[],
+                                        p_subjects TEXT[], p_ids TEXT[], p_events TEXT[])
+     RETURNS BOOLEAN LANGUAGE plpgsql AS $fn$
+     BEGIN
+         DELETE FROM {s}.queue q WHERE q.seq = p_seq AND q.token = p_token;
+         IF NOT FOUND THEN
+             RETURN FALSE;
+         END IF;
+         IF cardinality(p_ids) > 0 THEN
+             INSERT INTO {s}.queue (topic, subject, event_id, event)
+             SELECT t.topic, t.subject, t.id, t.ev
+             FROM unnest(p_topics, p_subjects, p_ids, p_events)
+                 WITH ORDINALITY AS t(topic, subject, id, ev, ord)
+             ORDER BY t.ord
+             ON CONFLICT (event_id) DO NOTHING;
+         END IF;
+         RETURN TRUE;
+     END $fn$;",
+    // 5: what the workflow index needs: each workflow's status (written by every commit, not
+    // guessed from the record) and its root workflow, in both the live and the archive tables
+    // (added in the same order, so that the archive's `SELECT *` still lines up); existing rows
+    // are backfilled; indexes list workflows newest first by orchestrator, status, initiator,
+    // root and creation time. The commit takes the status and sets the root; its queue writes
+    // run in the function itself (no nested functions: each level costs a statement's
+    // overhead), and a kept workflow's end is written by the step's own write.
+    "ALTER TABLE {s}.workflows ADD COLUMN status TEXT NOT NULL DEFAULT 'active', ADD COLUMN root TEXT;
+     ALTER TABLE {s}.archive_workflows
+         ADD COLUMN status TEXT NOT NULL DEFAULT 'active', ADD COLUMN root TEXT;
+     -- The status the record describes (WorkflowRecord::workflow_state): the failure latch,
+     -- then the end, then a durable timer.
+     UPDATE {s}.workflows w SET status = CASE
+             WHEN w.record->>'executionStatus' = 'failure' THEN 'failed'
+             WHEN w.record->'done' = 'true'::jsonb THEN 'done'
+             ELSE 'waiting' END
+     WHERE w.record->>'executionStatus' = 'failure' OR w.record->'done' = 'true'::jsonb
+        OR w.wake_at IS NOT NULL;
+     UPDATE {s}.archive_workflows w SET status = CASE
+             WHEN w.record->>'executionStatus' = 'failure' THEN 'failed'
+             WHEN w.record->'done' = 'true'::jsonb THEN 'done'
+             ELSE 'waiting' END
+     WHERE w.record->>'executionStatus' = 'failure' OR w.record->'done' = 'true'::jsonb
+        OR w.wake_at IS NOT NULL;
+     -- The root: a workflow without a parent is its own root; a child's is found by walking up
+     -- its parents (live or archived) to the last one known.
+     UPDATE {s}.workflows w SET root = w.id WHERE w.parent IS NULL;
+     UPDATE {s}.archive_workflows w SET root = w.id WHERE w.parent IS NULL;
+     WITH RECURSIVE nodes AS (
+         SELECT n.id, n.parent FROM {s}.workflows n
+         UNION SELECT n.id, n.parent FROM {s}.archive_workflows n),
+     up (id, cur, depth) AS (
+         SELECT n.id, n.parent, 1 FROM nodes n WHERE n.parent IS NOT NULL
+         UNION ALL
+         SELECT up.id, n.parent, up.depth + 1 FROM up JOIN nodes n ON n.id = up.cur
+         WHERE n.parent IS NOT NULL AND up.depth < 1000),
+     roots AS (SELECT DISTINCT ON (up.id) up.id, up.cur FROM up ORDER BY up.id, up.depth DESC)
+     UPDATE {s}.workflows w SET root = roots.cur FROM roots WHERE w.id = roots.id;
+     WITH RECURSIVE nodes AS (
+         SELECT n.id, n.parent FROM {s}.workflows n
+         UNION SELECT n.id, n.parent FROM {s}.archive_workflows n),
+     up (id, cur, depth) AS (
+         SELECT n.id, n.parent, 1 FROM nodes n WHERE n.parent IS NOT NULL
+         UNION ALL
+         SELECT up.id, n.parent, up.depth + 1 FROM up JOIN nodes n ON n.id = up.cur
+         WHERE n.parent IS NOT NULL AND up.depth < 1000),
+     roots AS (SELECT DISTINCT ON (up.id) up.id, up.cur FROM up ORDER BY up.id, up.depth DESC)
+     UPDATE {s}.archive_workflows w SET root = roots.cur FROM roots WHERE w.id = roots.id;
+     CREATE INDEX workflows_source_created ON {s}.workflows (source, created_at DESC);
+     CREATE INDEX workflows_status_updated ON {s}.workflows (status, updated_at DESC);
+     CREATE INDEX workflows_initiator_created ON {s}.workflows (initiator, created_at DESC)
+         WHERE initiator IS NOT NULL;
+     CREATE INDEX workflows_root_created ON {s}.workflows (root, created_at);
+     CREATE INDEX workflows_created ON {s}.workflows (created_at DESC);
+     DROP FUNCTION {s}.commit_step(TEXT, BIGINT, BIGINT, TEXT, BOOLEAN, TEXT, BOOLEAN, TEXT, TEXT,
+         BIGINT, BOOLEAN, BIGINT, TEXT, TEXT, TEXT, TEXT, BOOLEAN, TEXT, TEXT[], TEXT[], TEXT[],
+         TEXT[], BOOLEAN, INTEGER, BIGINT, BOOLEAN);
+     CREATE FUNCTION {s}.commit_step(
          p_id TEXT, p_prev BIGINT, p_token BIGINT, p_record TEXT,
          p_parent_known BOOLEAN, p_parent TEXT, p_initiator_known BOOLEAN, p_initiator TEXT,
-         p_source TEXT, p_wake_ms BIGINT,
+         p_source TEXT, p_wake_ms BIGINT, p_status TEXT,
          p_has_entry BOOLEAN, p_at_ms BIGINT, p_c_source TEXT, p_c_id TEXT, p_consumed TEXT,
          p_produced TEXT,
          p_outbox BOOLEAN, p_ob_consumed TEXT, p_ob_topics TEXT[], p_ob_subjects TEXT[],
@@ -354,6 +428,7 @@ const MIGRATIONS: &[&str] = &[
      DECLARE
          v_version BIGINT;
          v_record JSONB := p_record::jsonb;
+         v_root TEXT;
      BEGIN
          IF p_token IS NOT NULL THEN
              PERFORM 1 FROM {s}.leases l
@@ -364,10 +439,16 @@ const MIGRATIONS: &[&str] = &[
              END IF;
          END IF;
          IF p_prev IS NULL THEN
+             -- The root: the parent's, else the parent itself (its row is gone or not written
+             -- yet), else this workflow.
+             IF p_parent IS NOT NULL THEN
+                 SELECT w.root INTO v_root FROM {s}.workflows w WHERE w.id = p_parent;
+             END IF;
+             v_root := COALESCE(v_root, p_parent, p_id);
              INSERT INTO {s}.workflows AS w
-                 (id, record, version, parent, initiator, source, wake_at, finished_at)
+                 (id, record, version, parent, initiator, source, wake_at, status, root, finished_at)
              VALUES (p_id, v_record, 1, p_parent, p_initiator, p_source,
-                     to_timestamp(p_wake_ms / 1000.0),
+                     to_timestamp(p_wake_ms / 1000.0), p_status, v_root,
                      CASE WHEN p_finished AND p_mode IN (0, 2) THEN now() END)
              ON CONFLICT (id) DO NOTHING RETURNING w.version INTO v_version;
          ELSE
@@ -375,6 +456,12 @@ const MIGRATIONS: &[&str] = &[
                  parent = CASE WHEN p_parent_known THEN p_parent ELSE w.parent END,
                  initiator = CASE WHEN p_initiator_known THEN p_initiator ELSE w.initiator END,
                  source = p_source, wake_at = to_timestamp(p_wake_ms / 1000.0),
+                 status = p_status,
+                 -- A parent learnt (or changed) after the first write moves the root with it.
+                 root = CASE WHEN p_parent_known AND p_parent IS DISTINCT FROM w.parent
+                             THEN COALESCE((SELECT p.root FROM {s}.workflows p WHERE p.id = p_parent),
+                                           p_parent, p_id)
+                             ELSE w.root END,
                  claimed_until = NULL, updated_at = now(),
                  finished_at = CASE WHEN p_finished AND p_mode IN (0, 2)
                                     THEN COALESCE(w.finished_at, now()) ELSE w.finished_at END
@@ -414,26 +501,12 @@ const MIGRATIONS: &[&str] = &[
          END IF;
          o_status := 0;
          o_version := v_version;
-     END $fn$;
-     CREATE OR REPLACE FUNCTION {s}.ack(p_seq BIGINT, p_token BIGINT, p_topics TEXT[],
-                                        p_subjects TEXT[], p_ids TEXT[], p_events TEXT[])
-     RETURNS BOOLEAN LANGUAGE plpgsql AS $fn$
-     BEGIN
-         DELETE FROM {s}.queue q WHERE q.seq = p_seq AND q.token = p_token;
-         IF NOT FOUND THEN
-             RETURN FALSE;
-         END IF;
-         IF cardinality(p_ids) > 0 THEN
-             INSERT INTO {s}.queue (topic, subject, event_id, event)
-             SELECT t.topic, t.subject, t.id, t.ev
-             FROM unnest(p_topics, p_subjects, p_ids, p_events)
-                 WITH ORDINALITY AS t(topic, subject, id, ev, ord)
-             ORDER BY t.ord
-             ON CONFLICT (event_id) DO NOTHING;
-         END IF;
-         RETURN TRUE;
      END $fn$;",
 ];
+
+// One migration per version: a migration appended without bumping the version (or the
+// reverse) does not compile.
+const _: () = assert!(MIGRATIONS.len() == SCHEMA_VERSION as usize);
 
 /// `name` quoted as an SQL identifier.
 pub(crate) fn quote_ident(name: &str) -> String {

@@ -435,7 +435,8 @@ where
             None => (None, Default::default()),
         };
         let (mode, after) = self.retention_mode();
-        let params: [&(dyn ToSql + Sync); 26] = [
+        let status = meta.status.as_str();
+        let params: [&(dyn ToSql + Sync); 27] = [
             &id,
             &prev,
             &token,
@@ -446,6 +447,7 @@ where
             &initiator,
             &meta.source,
             &wake_ms,
+            &status,
             &has_entry,
             &at,
             &c_source,

@@ -1,12 +1,16 @@
-//! Opening migrates once, again is harmless, a newer schema is refused, and a schema written by
+//! Opening migrates once, again is harmless, a newer schema is refused, a schema written by
 //! version 2 (with events in its outbox and a journal) is upgraded: its events are queued on
-//! their lanes and delivered, its journal reads back.
+//! their lanes and delivered, its journal reads back; and a schema written by version 3 is
+//! upgraded to the workflow index: every row (live and archived) gets its status and its root,
+//! and later commits keep them.
 
 mod common;
 
 use std::time::Duration;
 
-use orchestrator::memory::{Journal, Memory, MemoryExt, Retention, WriteMeta};
+use orchestrator::memory::{
+    Commit, Journal, Materialized, Memory, MemoryExt, Retention, WorkflowState, WriteMeta,
+};
 use orchestrator::transport::{Delivery, Subscription, Topics, Transport};
 use orchestrator_postgres::{OpenError, PgStore, QueueConfig, SCHEMA_VERSION};
 
@@ -94,5 +98,106 @@ async fn a_version_2_schema_is_upgraded() {
     assert_eq!(delivery.event(), &event, "the event left in the outbox is queued and delivered");
     delivery.ack(vec![]).await.expect("ack");
     drop(subscription);
+    drop_schema(&url, &schema).await;
+}
+
+/// `(id, status, root)` of every row of `table`, by id.
+async fn index_columns(url: &str, table: &str) -> Vec<(String, String, Option<String>)> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.expect("connect");
+    let task = tokio::spawn(connection);
+    let rows =
+        client.query(&format!("SELECT id, status, root FROM {table} ORDER BY id"), &[]).await.expect("query");
+    drop(client);
+    let _ = task.await;
+    rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()
+}
+
+fn row(id: &str, status: &str, root: &str) -> (String, String, Option<String>) {
+    (id.to_owned(), status.to_owned(), Some(root.to_owned()))
+}
+
+#[tokio::test]
+async fn a_version_3_schema_is_upgraded_to_the_workflow_index() {
+    let Some(url) = database_url() else { return };
+    let schema = fresh_schema();
+    let quoted = format!("\"{schema}\"");
+    let v3 = include_str!("fixtures/schema_v3.sql").replace("{s}", &quoted);
+    run_sql(&url, &v3).await.expect("a version 3 schema");
+    let record = |done: bool, failed: bool| {
+        let status = if failed {
+            r#""executionStatus":"failure","error":{"errorName":"Boom","errorMessage":"m","errorStack":null}"#
+        } else {
+            r#""executionStatus":"normal""#
+        };
+        format!(
+            r#"'{{{status},"subject":"s","parentSubject":null,"initEventId":"i","done":{done},"state":null,"lastEventId":null}}'"#
+        )
+    };
+    let (normal, done, failed) = (record(false, false), record(true, false), record(false, true));
+    // r ← c ← g (live), r ← a (archived) ← x (live), o ← (its parent `gone` has no row), f and
+    // t alone; t's record is not a workflow record (a store of strings).
+    run_sql(
+        &url,
+        &format!(
+            "INSERT INTO {quoted}.workflows (id, record, version, parent, initiator, source, wake_at) VALUES
+                 ('r', {normal}, 1, NULL, 'client', 'orc.top', NULL),
+                 ('c', {normal}, 1, 'r', 'orc.top', 'orc.mid', now() + interval '1 hour'),
+                 ('g', {done}, 3, 'c', 'orc.mid', 'orc.leaf', NULL),
+                 ('x', {normal}, 1, 'a', 'orc.mid', 'orc.leaf', NULL),
+                 ('o', {normal}, 1, 'gone', 'orc.top', 'orc.mid', NULL),
+                 ('f', {failed}, 2, NULL, 'client', 'orc.top', NULL),
+                 ('t', '\"text\"', 1, NULL, NULL, 'me', NULL);
+             INSERT INTO {quoted}.archive_workflows
+                 (id, seq, record, version, parent, initiator, source, finished_at, created_at, updated_at)
+             VALUES ('a', 100, {done}, 2, 'r', 'orc.top', 'orc.mid', now(), now(), now());"
+        ),
+    )
+    .await
+    .expect("version 3 data");
+
+    let cfg = config(&url, &schema, Duration::from_secs(5), Retention::Archive);
+    let store: PgStore<String> = PgStore::open(cfg).await.expect("open upgrades");
+    assert_eq!(
+        index_columns(&url, &format!("{quoted}.workflows")).await,
+        [
+            row("c", "waiting", "r"),
+            row("f", "failed", "f"),
+            row("g", "done", "r"),
+            row("o", "active", "gone"),
+            row("r", "active", "r"),
+            row("t", "active", "t"),
+            row("x", "active", "r"),
+        ],
+        "the live rows are backfilled"
+    );
+    assert_eq!(
+        index_columns(&url, &format!("{quoted}.archive_workflows")).await,
+        [row("a", "done", "r")],
+        "the archived rows are backfilled"
+    );
+
+    // Commits after the upgrade: a new child of `g` takes r as its root and the status written;
+    // an update writes its status; a finished workflow is archived with both columns.
+    let child = WriteMeta {
+        parent_subject: Materialized::Resolved(Some("g")),
+        status: WorkflowState::Waiting,
+        ..WriteMeta::new("n", "orc.leaf")
+    };
+    store.write("n", &"one".to_owned(), None, None, &child).await.expect("a new child");
+    let update = WriteMeta { status: WorkflowState::Failed, ..WriteMeta::new("t", "me") };
+    store.write("t", &"two".to_owned(), Some(1), None, &update).await.expect("an update");
+    let done = WriteMeta { status: WorkflowState::Done, ..WriteMeta::new("n", "orc.leaf") };
+    store
+        .commit(Commit { finished: true, ..Commit::new("n", "three".to_owned(), Some(1), done) })
+        .await
+        .expect("finished");
+    let live = index_columns(&url, &format!("{quoted}.workflows")).await;
+    assert!(live.contains(&row("t", "failed", "t")), "{live:?}");
+    assert!(!live.iter().any(|(id, ..)| id == "n"), "n is archived: {live:?}");
+    assert_eq!(
+        index_columns(&url, &format!("{quoted}.archive_workflows")).await,
+        [row("a", "done", "r"), row("n", "done", "r")],
+        "the archive keeps the status and the root"
+    );
     drop_schema(&url, &schema).await;
 }

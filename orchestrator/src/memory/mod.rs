@@ -105,6 +105,11 @@ pub struct WriteMeta<'a> {
     /// What the execution consumed and produced. A journaling backend appends it, with the
     /// record written, to the workflow's journal in the same transaction as the write.
     pub entry: Option<JournalEntry<'a>>,
+    /// Where the workflow stands after this write (the lifecycle sets it from the record with
+    /// [`WorkflowRecord::workflow_state`](crate::orchestration::WorkflowRecord::workflow_state)).
+    /// A backend that indexes workflows for listing keeps it in a column: the PostgreSQL store
+    /// does; [`InMemory`] and the SQLite store ignore it for now.
+    pub status: WorkflowState,
 }
 
 impl<'a> WriteMeta<'a> {
@@ -117,7 +122,59 @@ impl<'a> WriteMeta<'a> {
             source,
             wake_at: None,
             entry: None,
+            status: WorkflowState::Active,
         }
+    }
+}
+
+/// Where a workflow stands, as a store indexes it (see [`WriteMeta::status`]): the kind of
+/// [`WorkflowStatus`](crate::runtime::WorkflowStatus) without its details, so that a backend can
+/// keep it in a column and list workflows by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum WorkflowState {
+    /// Running, waiting for an event (a service's answer, a signal).
+    #[default]
+    Active,
+    /// Running, waiting for a durable timer ([`WriteMeta::wake_at`] is set).
+    Waiting,
+    /// Finished: it reached a final state and emitted its completion.
+    Done,
+    /// Failed: its failure latch is set, it ignores later events.
+    Failed,
+}
+
+impl WorkflowState {
+    /// Its name as stores write it: `active`, `waiting`, `done` or `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Waiting => "waiting",
+            Self::Done => "done",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// The state named `name` (see [`WorkflowState::as_str`]), if it is one.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "active" => Some(Self::Active),
+            "waiting" => Some(Self::Waiting),
+            "done" => Some(Self::Done),
+            "failed" => Some(Self::Failed),
+            _ => None,
+        }
+    }
+
+    /// Whether the workflow ended (done or failed).
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Done | Self::Failed)
+    }
+}
+
+impl std::fmt::Display for WorkflowState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

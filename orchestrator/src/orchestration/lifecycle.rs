@@ -17,7 +17,7 @@ use crate::event::Event;
 use crate::handler::EventHandler;
 use crate::memory::{
     Acquired, Commit, EventKey, JournalEntry, Lease, Materialized, Memory, MemoryError, OutboxStep, Stored,
-    WriteMeta, unix_ms,
+    WorkflowState, WriteMeta, unix_ms,
 };
 use crate::outbox::DynOutbox;
 use crate::subject::Subject;
@@ -294,13 +294,14 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             is_wake,
             trace: exec.headers(),
         };
-        let meta = |wake_at: Option<SystemTime>| Meta {
+        let meta = |wake_at: Option<SystemTime>, status: WorkflowState| Meta {
             subject,
             parent_subject: parent_subject.as_deref(),
             source: self.core.source(),
             event,
             now,
             wake_at,
+            status,
         };
         // A panic in the core step (a machine's action, a resumable's function) is an ordinary
         // failure: the latch is written and the lease released, instead of a lost worker.
@@ -325,8 +326,9 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     last_event_source: Some(event.source().to_owned()),
                     wake_at_ms: wake_at.map(unix_ms),
                 };
+                let meta = meta(wake_at, new.workflow_state());
                 let write = Write { record: new, prev: version, lease, finished: output.done };
-                self.commit(subject, write, &meta(wake_at).with(&output.events), exec).await?;
+                self.commit(subject, write, &meta.with(&output.events), exec).await?;
                 Ok(Step { events: output.events, committed: true })
             }
             Err(StepError::Violation(violation)) => Err(violation),
@@ -359,8 +361,9 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     wake_at_ms: None,
                 };
                 // Against the version read (Arvo's bug 4 writes it as if nothing existed).
+                let meta = meta(None, latch.workflow_state());
                 let write = Write { record: latch, prev: version, lease, finished: false };
-                self.commit(subject, write, &meta(None).with(&events), exec).await?;
+                self.commit(subject, write, &meta.with(&events), exec).await?;
                 Ok(Step { events, committed: true })
             }
         }
@@ -464,6 +467,9 @@ struct Meta<'a> {
     event: &'a Event,
     now: SystemTime,
     wake_at: Option<SystemTime>,
+    /// Where the workflow stands after the write ([`WorkflowRecord::workflow_state`] of the
+    /// record written).
+    status: WorkflowState,
 }
 
 impl<'a> Meta<'a> {
@@ -476,6 +482,7 @@ impl<'a> Meta<'a> {
             source: self.source,
             wake_at: self.wake_at,
             entry: Some(JournalEntry { at: self.now, consumed: Some(self.event), produced }),
+            status: self.status,
         }
     }
 }

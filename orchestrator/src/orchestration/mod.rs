@@ -79,6 +79,7 @@ pub use workflow::Workflow;
 use crate::contract::{SystemErrorPayload, VersionedContract};
 use crate::emit::BoxError;
 use crate::event::Event;
+use crate::memory::WorkflowState;
 use crate::subject::Subject;
 use crate::telemetry::TraceHeaders;
 use crate::violation::Violation;
@@ -132,6 +133,24 @@ impl WorkflowRecord {
     /// Whether the failure latch is set.
     pub fn is_failed(&self) -> bool {
         matches!(self.execution_status, ExecutionStatus::Failure { .. })
+    }
+
+    /// Where the workflow stands: [`Failed`](WorkflowState::Failed) when the failure latch is
+    /// set, else [`Done`](WorkflowState::Done) when it reached its end, else
+    /// [`Waiting`](WorkflowState::Waiting) when it has a durable timer, else
+    /// [`Active`](WorkflowState::Active). The one rule: the lifecycle writes it
+    /// ([`WriteMeta::status`](crate::memory::WriteMeta::status)) and
+    /// [`WorkflowStatus::of`](crate::runtime::WorkflowStatus::of) reads it.
+    pub fn workflow_state(&self) -> WorkflowState {
+        if self.is_failed() {
+            WorkflowState::Failed
+        } else if self.done {
+            WorkflowState::Done
+        } else if self.wake_at_ms.is_some() {
+            WorkflowState::Waiting
+        } else {
+            WorkflowState::Active
+        }
     }
 
     /// Whether `event` is the last event the workflow consumed (same id and, when known, same

@@ -3,7 +3,7 @@
 use std::time::SystemTime;
 
 use crate::contract::SystemErrorPayload;
-use crate::memory::from_unix_ms;
+use crate::memory::{WorkflowState, from_unix_ms};
 use crate::orchestration::{ExecutionStatus, WorkflowRecord};
 
 /// Where a workflow stands (see [`Node::status`](super::Node::status)).
@@ -26,17 +26,26 @@ pub enum WorkflowStatus {
 }
 
 impl WorkflowStatus {
-    /// The status a record describes.
+    /// The status a record describes (its [`WorkflowRecord::workflow_state`], with the
+    /// details).
     pub fn of(record: &WorkflowRecord) -> Self {
-        if let ExecutionStatus::Failure { error } = &record.execution_status {
-            return Self::Failed { error: error.clone() };
+        match (record.workflow_state(), &record.execution_status, record.wake_at_ms) {
+            (WorkflowState::Failed, ExecutionStatus::Failure { error }, _) => {
+                Self::Failed { error: error.clone() }
+            }
+            (WorkflowState::Done, ..) => Self::Done,
+            (WorkflowState::Waiting, _, Some(ms)) => Self::Waiting { until: from_unix_ms(ms) },
+            _ => Self::Active,
         }
-        if record.done {
-            return Self::Done;
-        }
-        match record.wake_at_ms {
-            Some(ms) => Self::Waiting { until: from_unix_ms(ms) },
-            None => Self::Active,
+    }
+
+    /// Its kind, as stores index it.
+    pub fn state(&self) -> WorkflowState {
+        match self {
+            Self::Active => WorkflowState::Active,
+            Self::Waiting { .. } => WorkflowState::Waiting,
+            Self::Done => WorkflowState::Done,
+            Self::Failed { .. } => WorkflowState::Failed,
         }
     }
 
@@ -54,5 +63,61 @@ impl std::fmt::Display for WorkflowStatus {
             Self::Done => f.write_str("done"),
             Self::Failed { error } => write!(f, "failed: {}: {}", error.error_name, error.error_message),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    fn record(failed: bool, done: bool, wake_at_ms: Option<u64>) -> WorkflowRecord {
+        WorkflowRecord {
+            execution_status: if failed {
+                ExecutionStatus::Failure { error: SystemErrorPayload::new("Boom", "it broke") }
+            } else {
+                ExecutionStatus::Normal
+            },
+            subject: "wf".to_owned(),
+            parent_subject: None,
+            init_event_id: "init".to_owned(),
+            done,
+            state: Value::Null,
+            last_event_id: None,
+            last_event_source: None,
+            wake_at_ms,
+        }
+    }
+
+    #[test]
+    fn the_status_and_the_indexed_state_follow_one_rule() {
+        let cases = [
+            ((false, false, None), WorkflowState::Active),
+            ((false, false, Some(5)), WorkflowState::Waiting),
+            ((false, true, None), WorkflowState::Done),
+            ((false, true, Some(5)), WorkflowState::Done),
+            ((true, false, None), WorkflowState::Failed),
+            ((true, true, Some(5)), WorkflowState::Failed),
+        ];
+        for ((failed, done, wake), expected) in cases {
+            let record = record(failed, done, wake);
+            assert_eq!(record.workflow_state(), expected, "{failed} {done} {wake:?}");
+            let status = WorkflowStatus::of(&record);
+            assert_eq!(status.state(), expected, "{status:?}");
+            assert_eq!(status.is_finished(), expected.is_finished());
+        }
+        assert_eq!(
+            WorkflowStatus::of(&record(false, false, Some(5))),
+            WorkflowStatus::Waiting { until: from_unix_ms(5) }
+        );
+        for state in
+            [WorkflowState::Active, WorkflowState::Waiting, WorkflowState::Done, WorkflowState::Failed]
+        {
+            assert_eq!(WorkflowState::parse(state.as_str()), Some(state));
+            assert_eq!(state.to_string(), state.as_str());
+        }
+        assert_eq!(WorkflowState::parse("paused"), None);
+        assert_eq!(WorkflowState::default(), WorkflowState::Active);
     }
 }
