@@ -35,7 +35,7 @@ use orchestrator_postgres::{PgConfig, PgStore, QueueConfig};
 const CHILD_SCHEMA: &str = "ORCHESTRATOR_PG_CRASH_SCHEMA";
 const CHILD_NODE: &str = "ORCHESTRATOR_PG_CRASH_NODE";
 const CLIENT: &str = "com.test.client";
-const WORKFLOWS: usize = 400;
+const WORKFLOWS: usize = 1_200;
 const KILLS: usize = 8;
 
 fn config(url: &str, schema: &str) -> PgConfig {
@@ -196,7 +196,7 @@ async fn every_workflow_completes_exactly_once_across_kills() {
         // Killed early (start-up, recovery) or once some of the remaining workflows completed.
         let early = rng.below(3) == 0;
         let wait_ms = 50 + rng.below(400);
-        let target = before + 1 + rng.below(((WORKFLOWS - before) / 3).max(1) as u64) as usize;
+        let target = before + 1 + rng.below(((WORKFLOWS - before) / 8).max(1) as u64) as usize;
         let started = Instant::now();
         let exited = loop {
             if child.try_wait().expect("the child's status").is_some() {
