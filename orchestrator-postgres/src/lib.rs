@@ -125,6 +125,7 @@
 //! ```
 
 mod error;
+mod group;
 mod queries;
 pub mod queue;
 mod schema;

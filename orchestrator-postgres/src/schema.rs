@@ -337,6 +337,8 @@ const MIGRATIONS: &[&str] = &[
      DROP INDEX {s}.queue_ready;
      DROP INDEX {s}.queue_claims;
      ALTER TABLE {s}.queue SET (fillfactor = 50);
+     -- The rows a nack delayed, for an idle poller's wait (a new row is visible when enqueued).
+     CREATE INDEX queue_delayed ON {s}.queue (visible_at) WHERE visible_at > enqueued_at;
      -- An ack's queue writes run in its own function rather than in a nested one (each
      -- nesting level costs a statement's overhead).
      CREATE OR REPLACE FUNCTION {s}.ack(p_seq BIGINT, p_token BIGINT, p_topics TEXT[],

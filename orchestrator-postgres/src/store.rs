@@ -17,6 +17,7 @@ use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 use crate::error::{OpenError, PgError, backend};
+use crate::group::{GroupCommit, Param};
 use crate::queries as q;
 use crate::queue::signals::Signals;
 use crate::queue::{PgQueue, QueueConfig, Shared};
@@ -39,6 +40,11 @@ pub struct PgConfig {
     pub retention: Retention,
     /// The most connections the pool opens.
     pub pool_size: usize,
+    /// How many of them at most settle steps at once (default 1). Settlements (orchestrator
+    /// commits, service acks) that wait while the committers are busy are committed together,
+    /// in one transaction per committer: fewer, larger transactions. One committer suited a
+    /// 2-core database server best (see BENCHMARKS.md); a server with many cores may take more.
+    pub committers: usize,
     /// This node's identity, recorded with each lease it holds and each queue claim its queues
     /// make. It must name one live process at a time: opening frees every lease and claim held
     /// under it (what a previous run of this node left when it stopped or crashed), so that its
@@ -48,7 +54,7 @@ pub struct PgConfig {
 
 impl PgConfig {
     /// A configuration for `url` with the defaults: schema `orchestrator`, leases of 30 s,
-    /// [`Retention::Keep`], 8 connections and a generated node id.
+    /// [`Retention::Keep`], 8 connections of which 1 commits, and a generated node id.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
@@ -56,6 +62,7 @@ impl PgConfig {
             lease_ttl: Duration::from_secs(30),
             retention: Retention::Keep,
             pool_size: 8,
+            committers: 1,
             node: NodeId::generate(),
         }
     }
@@ -78,6 +85,10 @@ pub struct PgStore<R> {
     lease_ttl: Duration,
     retention: Retention,
     node: NodeId,
+    /// Gathers the commits (and the queue's acks) of concurrent steps into shared transactions.
+    group: GroupCommit,
+    /// `COMMIT` for this schema.
+    commit_sql: Arc<str>,
     _record: PhantomData<fn() -> R>,
 }
 
@@ -145,6 +156,8 @@ impl<R> PgStore<R> {
             client.execute(&release, &[&config.node.as_str()]).await.map_err(OpenError::Migration)?;
         }
         let wake = Arc::new(Signals::default());
+        let group = GroupCommit::start(pool.clone(), config.committers.clamp(1, config.pool_size.max(1)));
+        let commit_sql: Arc<str> = q::COMMIT.replace("{s}", &quote_ident(&config.schema)).into();
         Ok(Self {
             pool,
             schema: quote_ident(&config.schema).into(),
@@ -155,6 +168,8 @@ impl<R> PgStore<R> {
             lease_ttl: config.lease_ttl,
             retention: config.retention,
             node: config.node,
+            group,
+            commit_sql,
             _record: PhantomData,
         })
     }
@@ -194,6 +209,7 @@ impl<R> PgStore<R> {
             config,
             Arc::clone(&self.wake),
             self.pg.clone(),
+            self.group.clone(),
         ))
     }
 
@@ -436,39 +452,41 @@ where
         };
         let (mode, after) = self.retention_mode();
         let status = meta.status.as_str();
-        let params: [&(dyn ToSql + Sync); 27] = [
-            &id,
-            &prev,
-            &token,
-            &record,
-            &parent_known,
-            &parent,
-            &initiator_known,
-            &initiator,
-            &meta.source,
-            &wake_ms,
-            &status,
-            &has_entry,
-            &at,
-            &c_source,
-            &c_id,
-            &consumed,
-            &produced,
-            &commit.outbox.is_some(),
-            &ob_consumed,
-            &ob_topics,
-            &ob_subjects,
-            &ob_ids,
-            &ob_events,
-            &commit.finished,
-            &mode,
-            &after,
-            &commit.release,
+        let strings = |v: Vec<&str>| v.into_iter().map(str::to_owned).collect::<Vec<String>>();
+        let params: Vec<Param> = vec![
+            Box::new(id.to_owned()),
+            Box::new(prev),
+            Box::new(token),
+            Box::new(record),
+            Box::new(parent_known),
+            Box::new(parent.map(str::to_owned)),
+            Box::new(initiator_known),
+            Box::new(initiator.map(str::to_owned)),
+            Box::new(meta.source.to_owned()),
+            Box::new(wake_ms),
+            Box::new(status),
+            Box::new(has_entry),
+            Box::new(at),
+            Box::new(c_source.map(str::to_owned)),
+            Box::new(c_id.map(str::to_owned)),
+            Box::new(consumed.map(str::to_owned)),
+            Box::new(produced.to_owned()),
+            Box::new(commit.outbox.is_some()),
+            Box::new(ob_consumed.map(str::to_owned)),
+            Box::new(strings(ob_topics)),
+            Box::new(strings(ob_subjects)),
+            Box::new(strings(ob_ids)),
+            Box::new(ob_events),
+            Box::new(commit.finished),
+            Box::new(mode),
+            Box::new(after),
+            Box::new(commit.release),
         ];
-        let client = self.client(id).await?;
-        let rows = match self.query(&client, id, q::COMMIT, &params).await {
+        // Run in a group with the commits and acks of other steps (see `group`).
+        let rows = match self.group.run(Arc::clone(&self.commit_sql), params).await {
             Ok(rows) => rows,
             Err(e) => {
+                let e = backend(id, e);
                 if let Some(token) = &token
                     && commit.release
                     && e.is_transient()

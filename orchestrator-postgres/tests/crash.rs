@@ -46,6 +46,7 @@ fn config(url: &str, schema: &str) -> PgConfig {
         lease_ttl: Duration::from_secs(30),
         retention: Retention::Keep,
         pool_size: 8,
+        committers: 1,
         node: NodeId::new(node),
     }
 }

@@ -8,6 +8,7 @@ use orchestrator::transport::{Delivery, TransportError};
 
 use super::shared::{Claimed, Lane, Shared, columns, ms_i64, transport_error};
 use crate::error::PgError;
+use crate::group::Param;
 use crate::queries as q;
 
 /// One delivery of a [`PgQueue`](super::PgQueue): a claimed row, held until settled or until
@@ -101,9 +102,15 @@ impl Delivery for PgDelivery {
             return Ok(());
         }
         let (topics, subjects, ids, json) = columns(&lanes, &produced)?;
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
-            [&self.seq, &self.token, &topics, &subjects, &ids, &json];
-        if let Err(e) = self.shared.query(q::ACK, &params).await {
+        let params: Vec<Param> = vec![
+            Box::new(self.seq),
+            Box::new(self.token),
+            Box::new(topics),
+            Box::new(subjects),
+            Box::new(ids),
+            Box::new(json),
+        ];
+        if let Err(e) = self.shared.ack(params).await {
             if !e.is_transient() {
                 // The database refuses the products for good (a key too long for its index, a
                 // NUL character): delivering the event again would fail the same way, so it

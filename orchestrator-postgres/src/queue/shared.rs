@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
+
+use crate::group::{GroupCommit, Param};
 use orchestrator::event::Event;
 use orchestrator::transport::{Topics, TransportError};
 use tokio::task::JoinHandle;
@@ -89,6 +91,10 @@ pub(crate) struct Shared {
     born: Instant,
     /// The settings of the listening connection.
     pg: tokio_postgres::Config,
+    /// The store's committers: acks share transactions with the commits of other steps.
+    group: GroupCommit,
+    /// `ACK` for this schema.
+    ack_sql: Arc<str>,
     listener: std::sync::Mutex<Option<JoinHandle<()>>>,
     /// The pollers, by topics.
     pub(super) feeds: super::feed::Feeds,
@@ -105,7 +111,9 @@ impl Shared {
         config: QueueConfig,
         wake: Arc<Signals>,
         pg: tokio_postgres::Config,
+        group: GroupCommit,
     ) -> Self {
+        let ack_sql = q::ACK.replace("{s}", &schema).into();
         Self {
             pool,
             schema,
@@ -118,6 +126,8 @@ impl Shared {
             reaped_at: AtomicU64::new(0),
             born: Instant::now(),
             pg,
+            group,
+            ack_sql,
             listener: std::sync::Mutex::new(None),
             feeds: std::sync::Mutex::default(),
         }
@@ -142,6 +152,12 @@ impl Shared {
         let statement =
             client.prepare_cached(&template.replace("{s}", &self.schema)).await.map_err(transport_error)?;
         client.query(&statement, params).await.map_err(transport_error)
+    }
+
+    /// Runs `ACK` with `params` in a group with other steps' commits and acks (see
+    /// `crate::group`).
+    pub(super) async fn ack(&self, params: Vec<Param>) -> Result<Vec<tokio_postgres::Row>, TransportError> {
+        self.group.run(Arc::clone(&self.ack_sql), params).await.map_err(transport_error)
     }
 
     /// How many rows wait unclaimed, counted up to `limit`.

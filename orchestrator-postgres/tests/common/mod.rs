@@ -40,6 +40,7 @@ pub fn config(url: &str, schema: &str, lease_ttl: Duration, retention: Retention
         lease_ttl,
         retention,
         pool_size: 8,
+        committers: 1,
         node: NodeId::new(format!("test-{schema}")),
     }
 }

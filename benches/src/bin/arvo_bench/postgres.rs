@@ -71,10 +71,12 @@ fn setting(name: &str, default: usize) -> Result<usize, BoxError> {
 }
 
 /// How the store, the queue and the node are configured (defaults, or the environment's
-/// `ARVO_BENCH_PG_POOL`, `ARVO_BENCH_PG_BATCH`, `ARVO_BENCH_PG_WORKERS`).
+/// `ARVO_BENCH_PG_POOL`, `ARVO_BENCH_PG_COMMITTERS`, `ARVO_BENCH_PG_BATCH`,
+/// `ARVO_BENCH_PG_WORKERS`).
 #[derive(Debug, Clone, Copy)]
 struct Tuning {
     pool: usize,
+    committers: usize,
     batch: usize,
     workers: usize,
 }
@@ -83,13 +85,14 @@ impl Tuning {
     fn from_env(batch: usize) -> Result<Self, BoxError> {
         Ok(Self {
             pool: setting("POOL", PgConfig::new("").pool_size)?,
+            committers: setting("COMMITTERS", PgConfig::new("").committers)?,
             batch: setting("BATCH", batch)?,
             workers: setting("WORKERS", 64)?,
         })
     }
 
     fn json(self) -> Value {
-        json!({ "pool_size": self.pool, "claim_batch": self.batch, "node_workers": self.workers })
+        json!({ "pool_size": self.pool, "committers": self.committers, "claim_batch": self.batch, "node_workers": self.workers })
     }
 }
 
@@ -97,6 +100,7 @@ async fn open(url: &str, schema: &str, tuning: Tuning) -> Result<Store, BoxError
     let mut config = PgConfig::new(url);
     config.schema = schema.to_owned();
     config.pool_size = tuning.pool;
+    config.committers = tuning.committers;
     config.node = NodeId::new(format!("arvo-bench-{schema}-{}", std::process::id()));
     Ok(PgStore::open(config).await?)
 }
