@@ -366,9 +366,15 @@ where
     ) -> Result<Option<Acquired<R>>, MemoryError> {
         check_id(id)?;
         let client = self.client(id).await?;
-        let params: [&(dyn ToSql + Sync); 6] =
-            [&id, &self.node.as_str(), &ms_i64(self.lease_ttl), &lock, &event.source, &event.id];
-        let rows = match self.query(&client, id, q::ACQUIRE, &params).await {
+        let found = if lock {
+            let params: [&(dyn ToSql + Sync); 6] =
+                [&id, &self.node.as_str(), &ms_i64(self.lease_ttl), &lock, &event.source, &event.id];
+            self.query(&client, id, q::ACQUIRE, &params).await
+        } else {
+            // Nothing to lock: a plain read (the queue's claim serializes the workflow's steps).
+            self.query(&client, id, q::LOOK, &[&id, &event.source, &event.id]).await
+        };
+        let rows = match found {
             Ok(rows) => rows,
             Err(e) => {
                 if lock && e.is_transient() {
