@@ -40,7 +40,7 @@
 //!   `UPDATE … WHERE id = $1 AND version = $2`; a creation is an `INSERT … ON CONFLICT DO
 //!   NOTHING`), the next wake-up (`wake_at`, indexed) and its claim, the parent, the initiator,
 //!   the writing source, `finished_at` and timestamps.
-//! * **The workflow index** (schema migration 4): each row also keeps its `status` (`active`,
+//! * **The workflow index** (schema migration 5): each row also keeps its `status` (`active`,
 //!   `waiting`, `done`, `failed`: [`WriteMeta::status`](orchestrator::memory::WriteMeta::status),
 //!   written by every commit) and its `root` (its own id for a root workflow; a child's is its
 //!   parent's root, or the parent's id when the parent's row is not there). Indexes list
@@ -54,15 +54,31 @@
 //!   grow; a renewal extends from `now()`; releasing a lapsed or superseded lease is not an
 //!   error.
 //! * **`acquire` is one statement** (one round trip): a CTE takes the lease when asked, and the
-//!   same statement reads the record and the journal's answer for the event.
-//! * **`commit` is one call** (one round trip, one transaction): the `commit_step` function
-//!   (schema migration 4, PL/pgSQL) checks the fencing token (`SELECT … FOR SHARE`, which also
+//!   same statement reads the record and the journal's answer for the event. Without a lease
+//!   (a [`Node`](orchestrator::runtime::Node) on the queue takes none, see below) it is a plain
+//!   read.
+//! * **No lease per step on the queue.** [`PgQueue`]'s lanes are exclusive across processes
+//!   ([`Transport::exclusive_lanes`](orchestrator::transport::Transport::exclusive_lanes)): a
+//!   workflow's events are claimed one at a time, whoever claims them, so a node on it runs
+//!   steps without a lease; the compare-and-swap on the record's version still refuses the
+//!   write of a step whose claim lapsed and was taken over (it gets
+//!   [`MemoryError::Conflict`](orchestrator::memory::MemoryError::Conflict)), and the journal
+//!   answers its retry.
+//! * **`commit` is one call** (one round trip): the `commit_step` function (schema migration 5,
+//!   PL/pgSQL) checks the fencing token (`SELECT … FOR SHARE`, which also
 //!   keeps the lease from being superseded until the commit ends), compare-and-swaps the record,
 //!   appends the journal row (the journal's positions are the record versions, unique per
 //!   workflow), sets the wake-up (a write ends any claim), takes the outbox step, applies the
 //!   retention of a finished workflow and releases the lease. An error anywhere rolls it all
 //!   back. Statements are prepared once per pooled connection (the first use of a statement on
 //!   a connection costs one more round trip).
+//! * **Group commit.** The settlements of steps (orchestrator commits, service acks) go to
+//!   [`PgConfig::committers`] connections (1 by default): those that arrive while a committer
+//!   is busy are sent together, pipelined, in one transaction (one commit, one WAL flush). A
+//!   settlement that arrives alone runs alone. Each write reports a lost claim, a stale lease
+//!   or a conflict as its result, not as an error, so writes of one group do not depend on each
+//!   other; a write that does raise an error rolls its group back, and the group's writes run
+//!   again one by one, so that only that write fails.
 //! * **Outbox = queue**: the `queue` table (a `BIGSERIAL` position, the `(topic, subject)` lane,
 //!   the claim) holds every event in flight; an outbox step (inside a commit, or alone through
 //!   [`Outbox::advance`](orchestrator::outbox::Outbox::advance), one call of the `outbox_step`

@@ -11,10 +11,14 @@
 //!   SKIP LOCKED` (consumers never wait on each other), and holds them until a **visibility
 //!   deadline** judged by the database clock ([`QueueConfig::visibility`];
 //!   [`Delivery::extend`] pushes it back). A claim whose deadline passed is claimed again by
-//!   anyone, with the attempt count grown: a consumer that died loses nothing.
+//!   anyone, with the attempt count grown: a consumer that died loses nothing. A claim changes no
+//!   indexed column, so PostgreSQL updates the row in place (a HOT update, no index entries);
+//!   claimable rows are found in queue order on the primary key, and lapsed claims are reaped
+//!   at every poll interval.
 //! * **Lanes.** A row is claimable only as the first of its `(topic, subject)` lane and while
 //!   no other row of its lane is claimed: a workflow's events are handled one at a time, in the
-//!   order they were queued.
+//!   order they were queued, whichever process claims them
+//!   ([`Transport::exclusive_lanes`]: a node on this queue takes no lease per step).
 //! * **Settlement.** [`Delivery::ack`] removes the row and queues the products in one
 //!   transaction, and only if the row was still this claim's (when an orchestrator's commit
 //!   already took the row with its products, the ack has nothing left to do). [`Delivery::nack`]
@@ -29,7 +33,10 @@
 //!   process: a hint only), or a delayed row comes due, or [`QueueConfig::poll`] passes.
 //! * **Backpressure.** [`Transport::publish`] waits while [`QueueConfig::depth`] events wait
 //!   unclaimed, up to [`QueueConfig::publish_timeout`], then fails with
-//!   [`TransportError::Full`]. Products of an ack are never refused.
+//!   [`TransportError::Full`]. Products of an ack are never refused. The common case costs no
+//!   count: when the range of the queue's positions is under the depth, there is room.
+//! * **Acks share transactions** with the commits of other steps (the store's group commit, see
+//!   [`PgConfig::committers`](crate::PgConfig::committers)).
 //! * **Faults.** A consumer that meets a failing database logs it and tries again with backoff
 //!   (up to 5 s between tries); settlements report transient errors as such.
 
