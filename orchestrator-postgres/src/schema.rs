@@ -305,10 +305,13 @@ const MIGRATIONS: &[&str] = &[
          RETURN TRUE;
      END $fn$;",
     // 4: the claim in PL/pgSQL, whose plan is prepared once per connection (an SQL function
-    // with `SET` clauses is planned again at every call, which cost a claim more than running it).
-    "CREATE OR REPLACE FUNCTION {s}.claim(p_topics TEXT[], p_limit BIGINT, p_owner TEXT, p_ms BIGINT)
+    // with `SET` clauses is planned again at every call, which cost a claim more than running it);
+    // it also reads, for each row of an orchestrator's lane, the workflow's record and the
+    // journal's answer to the event, so that the step needs no read of its own.
+    "DROP FUNCTION {s}.claim(TEXT[], BIGINT, TEXT, BIGINT);
+     CREATE FUNCTION {s}.claim(p_topics TEXT[], p_limit BIGINT, p_owner TEXT, p_ms BIGINT)
      RETURNS TABLE (seq BIGINT, token BIGINT, attempt INTEGER, topic TEXT, subject TEXT,
-                    event_id TEXT, event TEXT)
+                    event_id TEXT, event TEXT, w_record TEXT, w_version BIGINT, j_produced TEXT)
      LANGUAGE plpgsql SET enable_bitmapscan = off SET enable_sort = off AS $fn$
      #variable_conflict use_column
      BEGIN
@@ -320,11 +323,21 @@ const MIGRATIONS: &[&str] = &[
                AND NOT EXISTS (SELECT 1 FROM {s}.queue p
                                WHERE p.topic = q.topic AND p.subject = q.subject
                                  AND (p.seq < q.seq OR p.claimed_by IS NOT NULL))
-             ORDER BY q.seq LIMIT p_limit FOR UPDATE SKIP LOCKED)
-         UPDATE {s}.queue q SET attempt = q.attempt + 1, token = nextval('{s}.claim_tokens'),
-             claimed_by = p_owner, claimed_until = now() + p_ms * interval '1 millisecond'
-         FROM picked WHERE q.seq = picked.seq
-         RETURNING q.seq, q.token, q.attempt, q.topic, q.subject, q.event_id, q.event;
+             ORDER BY q.seq LIMIT p_limit FOR UPDATE SKIP LOCKED),
+         claimed AS (
+             UPDATE {s}.queue q SET attempt = q.attempt + 1, token = nextval('{s}.claim_tokens'),
+                 claimed_by = p_owner, claimed_until = now() + p_ms * interval '1 millisecond'
+             FROM picked WHERE q.seq = picked.seq
+             RETURNING q.seq, q.token, q.attempt, q.topic, q.subject, q.event_id, q.event)
+         SELECT c.seq, c.token, c.attempt, c.topic, c.subject, c.event_id, c.event,
+                w.record::text, w.version,
+                CASE WHEN w.id IS NOT NULL THEN
+                    (SELECT j.produced FROM {s}.journal j
+                     WHERE j.wf = c.subject AND j.consumed_id = c.event_id
+                       AND j.consumed_source = (c.event::jsonb ->> 'source')
+                     ORDER BY j.version LIMIT 1)
+                END
+         FROM claimed c LEFT JOIN {s}.workflows w ON w.id = c.subject AND w.source = c.topic;
      END $fn$;
      -- A journal row (a record, the event consumed and those produced) is a little over the 2 kB
      -- past which PostgreSQL tries to compress a row at every insert: keep rows of up to a page

@@ -365,6 +365,15 @@ where
         lock: bool,
     ) -> Result<Option<Acquired<R>>, MemoryError> {
         check_id(id)?;
+        if !lock && let Some(looked) = self.wake.take_looked(id, event.source, event.id) {
+            // The claim of the event's delivery read the workflow already.
+            let stored = Stored {
+                record: Arc::new(decode(id, "record", &looked.record)?),
+                version: to_u64(id, "version", looked.version)?,
+            };
+            let produced = looked.produced.map(|raw| decode(id, "produced events", &raw)).transpose()?;
+            return Ok(Some(Acquired { lease: None, stored: Some(stored), produced }));
+        }
         let client = self.client(id).await?;
         let found = if lock {
             let params: [&(dyn ToSql + Sync); 6] =

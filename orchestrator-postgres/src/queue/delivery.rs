@@ -7,6 +7,7 @@ use orchestrator::event::Event;
 use orchestrator::transport::{Delivery, TransportError};
 
 use super::shared::{Claimed, Lane, Shared, columns, ms_i64, transport_error};
+use super::signals::Looked;
 use crate::error::PgError;
 use crate::group::Param;
 use crate::queries as q;
@@ -41,16 +42,22 @@ impl PgDelivery {
     pub(super) async fn from_claim(shared: &Arc<Shared>, row: Claimed) -> Option<Self> {
         let attempt = u32::try_from(row.attempt).unwrap_or(u32::MAX);
         match serde_json::from_str::<Event>(&row.event) {
-            Ok(event) => Some(Self {
-                shared: Arc::clone(shared),
-                seq: row.seq,
-                token: row.token,
-                attempt,
-                topic: row.topic,
-                subject: row.subject,
-                raw: row.event,
-                event,
-                settled: false,
+            Ok(event) => Some({
+                if let Some((record, version, produced)) = row.looked {
+                    let looked = Looked { source: event.source().to_owned(), record, version, produced };
+                    shared.wake.looked(&row.subject, event.id(), looked);
+                }
+                Self {
+                    shared: Arc::clone(shared),
+                    seq: row.seq,
+                    token: row.token,
+                    attempt,
+                    topic: row.topic,
+                    subject: row.subject,
+                    raw: row.event,
+                    event,
+                    settled: false,
+                }
             }),
             Err(e) => {
                 let reason = format!("the queued event cannot be decoded: {e}");
@@ -170,6 +177,7 @@ impl PgDelivery {
 
 impl Drop for PgDelivery {
     fn drop(&mut self) {
+        self.shared.wake.forget_looked(&self.subject, self.event.id());
         if self.settled || tokio::runtime::Handle::try_current().is_err() {
             return;
         }

@@ -70,6 +70,9 @@ pub(super) struct Claimed {
     pub(super) subject: String,
     pub(super) event_id: String,
     pub(super) event: String,
+    /// For a row of an orchestrator's lane whose workflow exists: its record and version, and
+    /// the journal's answer to the event (see `Signals::looked`).
+    pub(super) looked: Option<(String, i64, Option<String>)>,
 }
 
 /// The state shared by a queue, its subscriptions and its deliveries.
@@ -221,6 +224,10 @@ impl Shared {
                 subject: row.get(4),
                 event_id: row.get(5),
                 event: row.get(6),
+                looked: match (row.get::<_, Option<String>>(7), row.get::<_, Option<i64>>(8)) {
+                    (Some(record), Some(version)) => Some((record, version, row.get(9))),
+                    _ => None,
+                },
             })
             .collect();
         claimed.sort_by_key(|c| c.seq);

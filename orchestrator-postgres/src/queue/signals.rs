@@ -3,7 +3,7 @@
 //! at most once per [`COALESCE`], outside every step's transaction (a notification inside a
 //! transaction serializes the commits that send one).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
@@ -14,6 +14,20 @@ use tokio::sync::futures::Notified;
 
 /// The most events remembered as settled by a commit (see [`Signals::settled_by_commit`]).
 const SETTLED_CAPACITY: usize = 10_000;
+
+/// The most workflow reads kept for the steps of claimed deliveries (see [`Signals::looked`]).
+const LOOKED_CAPACITY: usize = 10_000;
+
+/// What a claim read of a workflow for the step of its event: the record (JSON) and its version,
+/// and the journal's answer to the event (its products, when it was consumed already).
+#[derive(Debug)]
+pub(crate) struct Looked {
+    /// The event's source (with its id, the event's identity).
+    pub(crate) source: String,
+    pub(crate) record: String,
+    pub(crate) version: i64,
+    pub(crate) produced: Option<String>,
+}
 
 /// The shortest time between two notifications from one process.
 const COALESCE: Duration = Duration::from_millis(10);
@@ -28,6 +42,8 @@ pub(crate) struct Signals {
     notifier: AtomicBool,
     /// Events whose row a commit of this process took out of the queue with their products.
     settled: Mutex<HashSet<String>>,
+    /// Reads made by claims, by `(workflow, event id)`, for the steps of their deliveries.
+    looked: Mutex<HashMap<(String, String), Looked>>,
 }
 
 impl Signals {
@@ -68,6 +84,37 @@ impl Signals {
     /// Whether a commit settled event `id` (forgetting it).
     pub(crate) fn take_settled(&self, id: &str) -> bool {
         self.settled.lock().unwrap_or_else(PoisonError::into_inner).remove(id)
+    }
+
+    /// A claim read workflow `id` for the step of event `event_id`: kept until that step's
+    /// `acquire` takes it or the delivery ends. The read stays good while the claim holds (the
+    /// claim serializes the workflow's steps); if the claim lapsed and another step wrote, the
+    /// commit's compare-and-swap refuses the stale step, whose retry reads afresh.
+    pub(crate) fn looked(&self, id: &str, event_id: &str, looked: Looked) {
+        let mut map = self.looked.lock().unwrap_or_else(PoisonError::into_inner);
+        if map.len() >= LOOKED_CAPACITY {
+            map.clear();
+        }
+        map.insert((id.to_owned(), event_id.to_owned()), looked);
+    }
+
+    /// The read a claim made of workflow `id` for event `(source, event_id)`, taken (each is used
+    /// once: a retry reads afresh).
+    pub(crate) fn take_looked(&self, id: &str, source: &str, event_id: &str) -> Option<Looked> {
+        let mut map = self.looked.lock().unwrap_or_else(PoisonError::into_inner);
+        if map.is_empty() {
+            return None;
+        }
+        let looked = map.remove(&(id.to_owned(), event_id.to_owned()))?;
+        (looked.source == source).then_some(looked)
+    }
+
+    /// Forgets the read kept for the delivery of event `event_id` of workflow `id` (it ended).
+    pub(crate) fn forget_looked(&self, id: &str, event_id: &str) {
+        let mut map = self.looked.lock().unwrap_or_else(PoisonError::into_inner);
+        if !map.is_empty() {
+            map.remove(&(id.to_owned(), event_id.to_owned()));
+        }
     }
 
     /// Starts the task that sends the notifications for `schema`, once (and only within a Tokio
