@@ -315,12 +315,18 @@ mod tests {
             .build()
             .unwrap();
         conn.execute(
-            "INSERT INTO workflows (id, version, record, parent_subject, source, created_at_ms, updated_at_ms,              wake_at_ms) VALUES              (?1, 1, '{\"done\":false,\"executionStatus\":\"normal\"}', NULL, 's', 0, 0, NULL),              ('child', 1, '{\"done\":true}', ?1, 's', 1, 1, NULL),              ('grandchild', 1, '{\"executionStatus\":\"failure\"}', 'child', 's', 2, 2, NULL),              ('orphan', 1, '\"text\"', 'gone', 's', 3, 3, 5)",
+            "INSERT INTO workflows (id, version, record, parent_subject, source, created_at_ms, updated_at_ms, \
+             wake_at_ms) VALUES \
+             (?1, 1, '{\"done\":false,\"executionStatus\":\"normal\"}', NULL, 's', 0, 0, NULL), \
+             ('child', 1, '{\"done\":true}', ?1, 's', 1, 1, NULL), \
+             ('grandchild', 1, '{\"executionStatus\":\"failure\"}', 'child', 's', 2, 2, NULL), \
+             ('orphan', 1, '\"text\"', 'gone', 's', 3, 3, 5)",
             [subject.as_str()],
         )
         .unwrap();
         migrate(&mut conn, &path).unwrap();
-        let rows: Vec<(String, String, Option<String>, Option<String>, Option<String>)> = conn
+        type Row = (String, String, Option<String>, Option<String>, Option<String>);
+        let rows: Vec<Row> = conn
             .prepare(
                 "SELECT status, root, orchestrator_version, execution_id, meta FROM workflows ORDER BY seq",
             )
