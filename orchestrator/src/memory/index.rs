@@ -256,7 +256,10 @@ impl SubjectColumns {
     }
 }
 
-/// The workflow index of a store (see the [module documentation](self)).
+/// The workflow index of a store: its workflows listed by [`WorkflowFilter`], newest first, a
+/// page at a time, and counted. Only live workflows are listed (not those a
+/// [`Retention`](super::Retention) removed or archived); workflows whose id is not an
+/// orchestration subject are listed without a version, an execution id or meta.
 pub trait WorkflowIndex: Send + Sync {
     /// The workflows matching `filter`, newest first (creation time, then id, descending), at
     /// most [`WorkflowFilter::page_size`] of them after [`WorkflowFilter::after`].
