@@ -13,7 +13,9 @@
 //!   JSON chart, export a chart as XState JSON, Mermaid or Graphviz DOT.
 //! - `orchestrator history DB SUBJECT`: a workflow's journal in a SQLite store, as a timeline;
 //! - `orchestrator replay DB SUBJECT --until N`: the workflow's state rebuilt at a position,
-//!   re-running the orchestrator when the tool knows it (the example workflows).
+//!   re-running the orchestrator when the tool knows it (the example workflows);
+//! - `orchestrator workflows list STORE`: a store's workflows, newest first, filtered by status,
+//!   orchestrator, meta, creation time… (a table, JSON lines, or only their count).
 //!
 //! Results go to stdout; errors go to stderr after `error: `. The exit status is 0 on success,
 //! 1 for invalid input and 2 for usage errors.
@@ -26,6 +28,7 @@ mod journal_cmd;
 mod output;
 mod store;
 mod subject_cmd;
+mod workflows_cmd;
 
 use std::io::{self, Read, Write};
 use std::process::ExitCode;
@@ -77,7 +80,16 @@ enum Command {
     /// Rebuild a workflow's state at a journal position or time from a SQLite store.
     #[command(after_help = JOURNAL_EXAMPLES)]
     Replay(journal_cmd::ReplayArgs),
+    /// List and count a store's workflows (SQLite or PostgreSQL), newest first.
+    #[command(subcommand, after_help = WORKFLOWS_EXAMPLES)]
+    Workflows(workflows_cmd::WorkflowsCommand),
 }
+
+const WORKFLOWS_EXAMPLES: &str = "\
+Examples:
+  orchestrator workflows list orchestrator-data/quickstart.sqlite --status failed
+  orchestrator workflows list sqlite:store.db --orchestrator arvo.orc.shop.order --since 1h --json
+  orchestrator workflows list postgres://postgres@127.0.0.1:5432/test --meta tenant=acme --count";
 
 const JOURNAL_EXAMPLES: &str = "\
 Examples:
@@ -115,6 +127,7 @@ fn run(cli: &Cli, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<(), CliEr
         Command::Chart(command) => chart_cmd::run(command, out)?,
         Command::History(args) => journal_cmd::history(args, out)?,
         Command::Replay(args) => journal_cmd::replay(args, out)?,
+        Command::Workflows(command) => workflows_cmd::run(command, out)?,
     }
     out.flush().map_err(CliError::output)
 }

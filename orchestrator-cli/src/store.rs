@@ -1,8 +1,11 @@
-//! The stores `history` and `replay` read: a SQLite file, or a PostgreSQL server by URL.
+//! The stores `history`, `replay` and `workflows` read: a SQLite file, or a PostgreSQL server by
+//! URL.
 
 use std::path::Path;
 
-use orchestrator::memory::{Journal, JournalRecord, MemoryError};
+use orchestrator::memory::{
+    Journal, JournalRecord, MemoryError, Page, WorkflowFilter, WorkflowIndex, WorkflowSummary,
+};
 use orchestrator::orchestration::WorkflowRecord;
 use orchestrator_postgres::{PgConfig, PgStore};
 use orchestrator_sqlite::SqliteMemory;
@@ -18,8 +21,9 @@ pub(crate) enum Store {
 }
 
 impl Store {
-    /// Opens `location`: a `postgres://` or `postgresql://` URL (the tables in `schema`), else the
-    /// path of a SQLite file, which must exist.
+    /// Opens `location`: a `postgres://` or `postgresql://` URL (the tables in `schema`), else a
+    /// SQLite file (`sqlite:PATH`, `sqlite://PATH` or a plain path), which must exist (it is not
+    /// created).
     pub(crate) async fn open(location: &str, schema: &str) -> Result<Self, CliError> {
         if location.starts_with("postgres://") || location.starts_with("postgresql://") {
             let config = PgConfig { schema: schema.to_owned(), ..PgConfig::new(location) };
@@ -28,13 +32,36 @@ impl Store {
                 .map_err(|e| CliError::Input(format!("cannot open the PostgreSQL store: {e}")))?;
             return Ok(Self::Postgres(Box::new(store)));
         }
-        let path = Path::new(location);
+        let file = location
+            .strip_prefix("sqlite://")
+            .or_else(|| location.strip_prefix("sqlite:"))
+            .unwrap_or(location);
+        let path = Path::new(file);
+        if !path.exists() {
+            return Err(CliError::Input(format!("{file}: no such store: the SQLite file does not exist")));
+        }
         if !path.is_file() {
-            return Err(CliError::Input(format!("{location}: no such store")));
+            return Err(CliError::Input(format!("{file}: not a SQLite store: it is not a file")));
         }
         SqliteMemory::open_path(path)
             .map(|store| Self::Sqlite(Box::new(store)))
-            .map_err(|e| CliError::Input(format!("cannot open {location}: {e}")))
+            .map_err(|e| CliError::Input(format!("cannot open {file}: {e}")))
+    }
+}
+
+impl WorkflowIndex for Store {
+    async fn list(&self, filter: &WorkflowFilter) -> Result<Page<WorkflowSummary>, MemoryError> {
+        match self {
+            Self::Sqlite(store) => store.list(filter).await,
+            Self::Postgres(store) => store.list(filter).await,
+        }
+    }
+
+    async fn count(&self, filter: &WorkflowFilter) -> Result<u64, MemoryError> {
+        match self {
+            Self::Sqlite(store) => store.count(filter).await,
+            Self::Postgres(store) => store.count(filter).await,
+        }
     }
 }
 

@@ -40,7 +40,7 @@
 //!   `UPDATE … WHERE id = $1 AND version = $2`; a creation is an `INSERT … ON CONFLICT DO
 //!   NOTHING`), the next wake-up (`wake_at`, indexed) and its claim, the parent, the initiator,
 //!   the writing source, `finished_at` and timestamps.
-//! * **The workflow index** (schema migration 5): each row also keeps its `status` (`active`,
+//! * **The workflow index** (schema migrations 5 and 6): each row also keeps its `status` (`active`,
 //!   `waiting`, `done`, `failed`: [`WriteMeta::status`](orchestrator::memory::WriteMeta::status),
 //!   written by every commit) and its `root` (its own id for a root workflow; a child's is its
 //!   parent's root, or the parent's id when the parent's row is not there). Indexes list
@@ -49,6 +49,14 @@
 //!   `workflows_initiator_created (initiator, created_at DESC)`, `workflows_root_created (root,
 //!   created_at)` (a workflow tree) and `workflows_created (created_at DESC)`; children by parent
 //!   use `workflows_parent (parent, seq)`. The archive keeps both columns (not indexed).
+//!   Schema migration 6 adds what the workflow's subject says, parsed once when its row is
+//!   created: `orchestrator_version`, `execution_id` (indexed with `text_pattern_ops` for short-id
+//!   prefixes) and `meta` (JSONB, GIN-indexed with `jsonb_path_ops` for containment), plus
+//!   `workflows_status_created (status, created_at DESC)`. Rows written before it keep NULLs
+//!   there (SQL cannot inflate a subject). [`PgStore`] is a
+//!   [`WorkflowIndex`](orchestrator::memory::WorkflowIndex): a listing or a count is one
+//!   statement, prepared afresh at each call so that PostgreSQL plans it with the values given
+//!   (the filters not set fold away and the index of those set is searched).
 //! * **Leases are rows** (`leases(id, owner, token, expires_at)`) judged by the database's clock
 //!   (`now()`), so that nodes whose clocks differ agree; tokens come from a sequence and only
 //!   grow; a renewal extends from `now()`; releasing a lapsed or superseded lease is not an

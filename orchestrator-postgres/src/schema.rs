@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this crate writes and reads. A database at a newer version is refused
 /// with [`OpenError::NewerSchema`].
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// The migrations, in order: entry `i` brings the schema from version `i` to `i + 1`. `{s}` is
 /// replaced by the quoted schema name.
@@ -465,6 +465,116 @@ const MIGRATIONS: &[&str] = &[
              VALUES (p_id, v_record, 1, p_parent, p_initiator, p_source,
                      to_timestamp(p_wake_ms / 1000.0), p_status, v_root,
                      CASE WHEN p_finished AND p_mode IN (0, 2) THEN now() END)
+             ON CONFLICT (id) DO NOTHING RETURNING w.version INTO v_version;
+         ELSE
+             UPDATE {s}.workflows w SET record = v_record, version = p_prev + 1,
+                 parent = CASE WHEN p_parent_known THEN p_parent ELSE w.parent END,
+                 initiator = CASE WHEN p_initiator_known THEN p_initiator ELSE w.initiator END,
+                 source = p_source, wake_at = to_timestamp(p_wake_ms / 1000.0),
+                 status = p_status,
+                 -- A parent learnt (or changed) after the first write moves the root with it.
+                 root = CASE WHEN p_parent_known AND p_parent IS DISTINCT FROM w.parent
+                             THEN COALESCE((SELECT p.root FROM {s}.workflows p WHERE p.id = p_parent),
+                                           p_parent, p_id)
+                             ELSE w.root END,
+                 claimed_until = NULL, updated_at = now(),
+                 finished_at = CASE WHEN p_finished AND p_mode IN (0, 2)
+                                    THEN COALESCE(w.finished_at, now()) ELSE w.finished_at END
+             WHERE w.id = p_id AND w.version = p_prev RETURNING w.version INTO v_version;
+         END IF;
+         IF v_version IS NULL THEN
+             SELECT w.version INTO v_version FROM {s}.workflows w WHERE w.id = p_id;
+             o_status := 2;
+             o_version := v_version;
+             RETURN;
+         END IF;
+         IF p_has_entry THEN
+             INSERT INTO {s}.journal
+                 (wf, version, at_ms, consumed_source, consumed_id, consumed, produced, record)
+             VALUES (p_id, v_version, p_at_ms, p_c_source, p_c_id, p_consumed, p_produced,
+                     p_record);
+         END IF;
+         IF p_outbox THEN
+             IF p_ob_consumed IS NOT NULL THEN
+                 DELETE FROM {s}.queue q WHERE q.event_id = p_ob_consumed;
+             END IF;
+             IF cardinality(p_ob_ids) > 0 THEN
+                 INSERT INTO {s}.queue (topic, subject, event_id, event)
+                 SELECT t.topic, t.subject, t.id, t.ev
+                 FROM unnest(p_ob_topics, p_ob_subjects, p_ob_ids, p_ob_events)
+                     WITH ORDINALITY AS t(topic, subject, id, ev, ord)
+                 ORDER BY t.ord
+                 ON CONFLICT (event_id) DO NOTHING;
+             END IF;
+         END IF;
+         -- Keep (0) is done: the write above set `finished_at`.
+         IF p_finished AND p_mode <> 0 THEN
+             PERFORM {s}.retain(p_id, p_mode, p_after_ms);
+         END IF;
+         IF p_release AND p_token IS NOT NULL THEN
+             DELETE FROM {s}.leases l WHERE l.id = p_id AND l.token = p_token;
+         END IF;
+         o_status := 0;
+         o_version := v_version;
+     END $fn$;",
+    // 6: what the workflow index reads from a workflow's subject, kept in columns when its row
+    // is created (the store parses the subject once; ids that are not orchestration subjects
+    // leave them NULL): the orchestrator's version, the execution id and the meta (JSONB). The
+    // meta is indexed for containment (`meta @> '{"k":"v"}'`), the execution id for prefix
+    // lookups (short ids), and the status with the creation time (listings are newest first).
+    // Existing rows keep NULLs: their subjects are zlib-deflated base64, which SQL cannot read.
+    // The archive gets the same columns in the same order (its `SELECT *` still lines up). The
+    // commit takes the three values (its body is migration 5's, plus them).
+    "ALTER TABLE {s}.workflows ADD COLUMN orchestrator_version TEXT, ADD COLUMN execution_id TEXT,
+         ADD COLUMN meta JSONB;
+     ALTER TABLE {s}.archive_workflows ADD COLUMN orchestrator_version TEXT,
+         ADD COLUMN execution_id TEXT, ADD COLUMN meta JSONB;
+     CREATE INDEX workflows_meta ON {s}.workflows USING GIN (meta jsonb_path_ops);
+     CREATE INDEX workflows_execution ON {s}.workflows (execution_id text_pattern_ops)
+         WHERE execution_id IS NOT NULL;
+     CREATE INDEX workflows_status_created ON {s}.workflows (status, created_at DESC);
+     DROP FUNCTION {s}.commit_step(TEXT, BIGINT, BIGINT, TEXT, BOOLEAN, TEXT, BOOLEAN, TEXT, TEXT,
+         BIGINT, TEXT, BOOLEAN, BIGINT, TEXT, TEXT, TEXT, TEXT, BOOLEAN, TEXT, TEXT[], TEXT[], TEXT[],
+         TEXT[], BOOLEAN, INTEGER, BIGINT, BOOLEAN);
+     CREATE FUNCTION {s}.commit_step(
+         p_id TEXT, p_prev BIGINT, p_token BIGINT, p_record TEXT,
+         p_parent_known BOOLEAN, p_parent TEXT, p_initiator_known BOOLEAN, p_initiator TEXT,
+         p_source TEXT, p_wake_ms BIGINT, p_status TEXT,
+         p_has_entry BOOLEAN, p_at_ms BIGINT, p_c_source TEXT, p_c_id TEXT, p_consumed TEXT,
+         p_produced TEXT,
+         p_outbox BOOLEAN, p_ob_consumed TEXT, p_ob_topics TEXT[], p_ob_subjects TEXT[],
+         p_ob_ids TEXT[], p_ob_events TEXT[],
+         p_finished BOOLEAN, p_mode INTEGER, p_after_ms BIGINT, p_release BOOLEAN,
+         p_orchestrator_version TEXT, p_execution_id TEXT, p_meta TEXT,
+         OUT o_status INTEGER, OUT o_version BIGINT)
+     LANGUAGE plpgsql AS $fn$
+     DECLARE
+         v_version BIGINT;
+         v_record JSONB := p_record::jsonb;
+         v_root TEXT;
+     BEGIN
+         IF p_token IS NOT NULL THEN
+             PERFORM 1 FROM {s}.leases l
+             WHERE l.id = p_id AND l.token = p_token AND l.expires_at > now() FOR SHARE;
+             IF NOT FOUND THEN
+                 o_status := 1;
+                 RETURN;
+             END IF;
+         END IF;
+         IF p_prev IS NULL THEN
+             -- The root: the parent's, else the parent itself (its row is gone or not written
+             -- yet), else this workflow.
+             IF p_parent IS NOT NULL THEN
+                 SELECT w.root INTO v_root FROM {s}.workflows w WHERE w.id = p_parent;
+             END IF;
+             v_root := COALESCE(v_root, p_parent, p_id);
+             INSERT INTO {s}.workflows AS w
+                 (id, record, version, parent, initiator, source, wake_at, status, root, finished_at,
+                  orchestrator_version, execution_id, meta)
+             VALUES (p_id, v_record, 1, p_parent, p_initiator, p_source,
+                     to_timestamp(p_wake_ms / 1000.0), p_status, v_root,
+                     CASE WHEN p_finished AND p_mode IN (0, 2) THEN now() END,
+                     p_orchestrator_version, p_execution_id, p_meta::jsonb)
              ON CONFLICT (id) DO NOTHING RETURNING w.version INTO v_version;
          ELSE
              UPDATE {s}.workflows w SET record = v_record, version = p_prev + 1,

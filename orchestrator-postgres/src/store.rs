@@ -8,7 +8,8 @@ use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMe
 use orchestrator::event::Event;
 use orchestrator::memory::{
     Acquired, Commit, EventKey, Journal, JournalRecord, Lease, Materialized, Memory, MemoryError, NodeId,
-    Retention, Stored, Wake, check_id, from_unix_ms, unix_ms,
+    Page, Retention, Stored, SubjectColumns, Wake, WorkflowFilter, WorkflowIndex, WorkflowState,
+    WorkflowSummary, check_id, from_unix_ms, unix_ms,
 };
 use orchestrator::outbox::{Outbox, Pending};
 use serde::Serialize;
@@ -231,6 +232,18 @@ impl<R> PgStore<R> {
     ) -> Result<Vec<tokio_postgres::Row>, MemoryError> {
         let statement = client.prepare_cached(&self.sql(template)).await.map_err(|e| backend(id, e))?;
         client.query(&statement, params).await.map_err(|e| backend(id, e))
+    }
+
+    /// Runs `template` as a fresh statement (prepared for this call only), so that PostgreSQL
+    /// plans it with the values given rather than with a generic plan (see `LIST_WORKFLOWS`).
+    async fn query_fresh(
+        &self,
+        id: &str,
+        template: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, MemoryError> {
+        let client = self.client(id).await?;
+        client.query(self.sql(template).as_str(), params).await.map_err(|e| backend(id, e))
     }
 
     fn lease_of(&self, id: &str, token: i64, expires_ms: i64) -> Result<Lease, MemoryError> {
@@ -467,6 +480,11 @@ where
         };
         let (mode, after) = self.retention_mode();
         let status = meta.status.as_str();
+        // What the subject says, parsed once: when the workflow is created.
+        let columns = if commit.prev.is_none() { SubjectColumns::parse(id) } else { None };
+        let orchestrator_version = columns.as_ref().map(|c| c.orchestrator_version.clone());
+        let execution_id = columns.as_ref().map(|c| c.execution_id.clone());
+        let subject_meta = columns.as_ref().map(SubjectColumns::meta_json);
         let strings = |v: Vec<&str>| v.into_iter().map(str::to_owned).collect::<Vec<String>>();
         let params: Vec<Param> = vec![
             Box::new(id.to_owned()),
@@ -496,6 +514,9 @@ where
             Box::new(mode),
             Box::new(after),
             Box::new(commit.release),
+            Box::new(orchestrator_version),
+            Box::new(execution_id),
+            Box::new(subject_meta),
         ];
         // Run in a group with the commits and acks of other steps (see `group`).
         let rows = match self.group.run(Arc::clone(&self.commit_sql), params).await {
@@ -613,6 +634,118 @@ where
     }
 }
 
+/// The values of `workflow_filter!` (`$1`–`$12`) for `filter`.
+struct FilterParams<'a> {
+    orchestrator: Option<&'a str>,
+    version: Option<&'a str>,
+    status: Option<&'static str>,
+    initiator: Option<&'a str>,
+    parent: Option<&'a str>,
+    root: Option<&'a str>,
+    execution: Option<String>,
+    created: (Option<SystemTime>, Option<SystemTime>),
+    updated: (Option<SystemTime>, Option<SystemTime>),
+    meta: Option<String>,
+}
+
+impl<'a> FilterParams<'a> {
+    fn new(filter: &'a WorkflowFilter) -> Self {
+        let meta = (!filter.meta.is_empty()).then(|| {
+            let map: serde_json::Map<String, serde_json::Value> =
+                filter.meta.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
+            serde_json::Value::Object(map).to_string()
+        });
+        Self {
+            orchestrator: filter.orchestrator.as_deref(),
+            version: filter.orchestrator_version.as_deref(),
+            status: filter.status.map(WorkflowState::as_str),
+            initiator: filter.initiator.as_deref(),
+            parent: filter.parent.as_deref(),
+            root: filter.root.as_deref(),
+            execution: filter.execution_id_prefix.as_deref().map(like_prefix),
+            created: (filter.created.since, filter.created.until),
+            updated: (filter.updated.since, filter.updated.until),
+            meta,
+        }
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 12] {
+        [
+            &self.orchestrator,
+            &self.version,
+            &self.status,
+            &self.initiator,
+            &self.parent,
+            &self.root,
+            &self.execution,
+            &self.created.0,
+            &self.created.1,
+            &self.updated.0,
+            &self.updated.1,
+            &self.meta,
+        ]
+    }
+}
+
+/// The `LIKE` pattern of the strings that start with `prefix` (its wildcards escaped).
+fn like_prefix(prefix: &str) -> String {
+    let mut pattern = String::with_capacity(prefix.len() + 2);
+    for c in prefix.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push('%');
+    pattern
+}
+
+/// A row of `LIST_WORKFLOWS` decoded.
+fn summary(row: &tokio_postgres::Row) -> Result<WorkflowSummary, MemoryError> {
+    let id: String = row.get(0);
+    let status: String = row.get(4);
+    let status = WorkflowState::parse(&status)
+        .ok_or_else(|| backend(&id, PgError::Invalid { what: "workflow status", value: 0 }))?;
+    let meta: Option<String> = row.get(8);
+    Ok(WorkflowSummary {
+        execution_id: row.get(1),
+        orchestrator: row.get(2),
+        orchestrator_version: row.get(3),
+        status,
+        initiator: row.get(5),
+        parent: row.get(6),
+        root: row.get(7),
+        meta: meta.map(|m| decode(&id, "subject meta", &m)).transpose()?.unwrap_or_default(),
+        created_at: row.get(9),
+        updated_at: row.get(10),
+        version: to_u64(&id, "version", row.get(11))?,
+        id,
+    })
+}
+
+/// Listings and counts are one statement each, searching the indexes of schema migrations 5 and
+/// 6 (by orchestrator, status, initiator, root, creation time, execution id and meta).
+impl<R: Send + Sync> WorkflowIndex for PgStore<R> {
+    async fn list(&self, filter: &WorkflowFilter) -> Result<Page<WorkflowSummary>, MemoryError> {
+        let values = FilterParams::new(filter);
+        let limit = filter.page_size();
+        let rows_wanted = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1);
+        let cursor_at = filter.after.as_ref().map(|c| c.created_at);
+        let cursor_id = filter.after.as_ref().map(|c| c.id.as_str());
+        let mut params: Vec<&(dyn ToSql + Sync)> = values.params().to_vec();
+        params.extend([&cursor_at as &(dyn ToSql + Sync), &cursor_id, &rows_wanted]);
+        let rows = self.query_fresh("(workflows)", q::LIST_WORKFLOWS, &params).await?;
+        let rows = rows.iter().map(summary).collect::<Result<Vec<_>, _>>()?;
+        Ok(Page::from_rows(rows, limit))
+    }
+
+    async fn count(&self, filter: &WorkflowFilter) -> Result<u64, MemoryError> {
+        let values = FilterParams::new(filter);
+        let rows = self.query_fresh("(workflows)", q::COUNT_WORKFLOWS, &values.params()).await?;
+        rows.first().map_or(Ok(0), |row| to_u64("(workflows)", "count", row.get(0)))
+    }
+}
+
 impl<R: Send + Sync> Outbox for PgStore<R> {
     async fn advance(&self, consumed: Option<&str>, produced: &[Event]) -> Result<(), MemoryError> {
         let (topics, subjects, ids, events) = queue_columns("", produced)?;
@@ -658,4 +791,95 @@ fn queue_identity(pg: &tokio_postgres::Config, schema: &str) -> String {
         pg.get_dbname().unwrap_or_default(),
         schema
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use orchestrator::memory::{TimeRange, WorkflowCursor};
+
+    use super::*;
+
+    #[test]
+    fn like_prefixes_escape_wildcards() {
+        assert_eq!(like_prefix("ab"), "ab%");
+        assert_eq!(like_prefix("a%_\\"), "a\\%\\_\\\\%");
+    }
+
+    /// The listings of the workflow index search the index of the filter given (with sequential
+    /// scans off: on a table this small, a scan would be cheaper).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn listings_use_the_indexes() {
+        let url = match std::env::var("DATABASE_URL") {
+            Ok(url) if !url.is_empty() => url,
+            _ => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "DATABASE_URL is not set, and CI makes it mandatory"
+                );
+                println!("skipping: DATABASE_URL is not set");
+                return;
+            }
+        };
+        let schema = format!("t_{:016x}", fastrand::u64(..));
+        let config = PgConfig { schema: schema.clone(), ..PgConfig::new(&url) };
+        let store = PgStore::<String>::open(config).await.expect("open");
+        let (client, connection) = tokio_postgres::connect(&url, NoTls).await.expect("connect");
+        tokio::spawn(connection);
+        client.batch_execute("SET enable_seqscan = off").await.expect("no sequential scans");
+        let some = |s: &str| Some(s.to_owned());
+        let new = WorkflowFilter::new;
+        let cases = [
+            (WorkflowFilter { status: Some(WorkflowState::Failed), ..new() }, "workflows_status_created"),
+            (WorkflowFilter { orchestrator: some("arvo.orc.x"), ..new() }, "workflows_source_created"),
+            (
+                WorkflowFilter {
+                    orchestrator: some("arvo.orc.x"),
+                    orchestrator_version: some("1.0.0"),
+                    ..new()
+                },
+                "workflows_source_created",
+            ),
+            (WorkflowFilter { initiator: some("com.x"), ..new() }, "workflows_initiator_created"),
+            (WorkflowFilter { root: some("wf"), ..new() }, "workflows_root_created"),
+            (WorkflowFilter { parent: some("wf"), ..new() }, "workflows_parent"),
+            (WorkflowFilter { execution_id_prefix: some("ab"), ..new() }, "workflows_execution"),
+            (WorkflowFilter { meta: vec![("k".into(), "v".into())], ..new() }, "workflows_meta"),
+            (
+                WorkflowFilter {
+                    created: TimeRange { since: Some(SystemTime::now()), until: None },
+                    after: Some(WorkflowCursor { created_at: SystemTime::now(), id: "x".into() }),
+                    ..new()
+                },
+                "workflows_created",
+            ),
+            (new(), "workflows_created"),
+        ];
+        for (filter, index) in cases {
+            let values = FilterParams::new(&filter);
+            let after = filter.after.clone();
+            let (at, id, limit) = (after.as_ref().map(|c| c.created_at), after.map(|c| c.id), 21i64);
+            let mut params: Vec<&(dyn ToSql + Sync)> = values.params().to_vec();
+            params.extend([&at as &(dyn ToSql + Sync), &id, &limit]);
+            for (what, template, params) in
+                [("list", q::LIST_WORKFLOWS, &params[..]), ("count", q::COUNT_WORKFLOWS, &params[..12])]
+            {
+                let sql = format!("EXPLAIN {}", store.sql(template));
+                let plan = client.query(sql.as_str(), params).await.expect("explain");
+                let plan: Vec<String> = plan.iter().map(|r| r.get(0)).collect();
+                // Without a filter, a count reads every row: any index will do.
+                if what == "count" && index == "workflows_created" {
+                    continue;
+                }
+                assert!(
+                    plan.iter().any(|line| line.contains(index)),
+                    "{what} {filter:?} uses {index}: {plan:#?}"
+                );
+            }
+        }
+        drop(client);
+        drop(store);
+        let (client, connection) = tokio_postgres::connect(&url, NoTls).await.expect("connect");
+        tokio::spawn(connection);
+        client.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE")).await.expect("drop the schema");
+    }
 }

@@ -37,3 +37,11 @@ async fn outbox_conformance() {
     .await;
     schemas.drop_all(&url).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workflow_index_conformance() {
+    let Some(url) = database_url() else { return };
+    let schemas = Schemas::default();
+    testing::index(|s: Settings| schemas.open::<String>(&url, s.lease_ttl, s.retention)).await;
+    schemas.drop_all(&url).await;
+}

@@ -1,6 +1,9 @@
-//! The [`Journal`] implementation of [`SqliteMemory`]: reads on the read pool.
+//! The [`Journal`] and [`WorkflowIndex`] implementations of [`SqliteMemory`]: reads on the read
+//! pool.
 
-use orchestrator::memory::{Journal, JournalRecord, MemoryError, check_id};
+use orchestrator::memory::{
+    Journal, JournalRecord, MemoryError, Page, WorkflowFilter, WorkflowIndex, WorkflowSummary, check_id,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -34,5 +37,18 @@ where
     async fn parent(&self, id: &str) -> Result<Option<String>, MemoryError> {
         check_id(id)?;
         read(&self.readers, id, reads::parent).await
+    }
+}
+
+/// Lists on a read connection, with the indexes of schema version 6 (see [`crate::SCHEMA_VERSION`]).
+impl<R: Send + Sync> WorkflowIndex for SqliteMemory<R> {
+    async fn list(&self, filter: &WorkflowFilter) -> Result<Page<WorkflowSummary>, MemoryError> {
+        let filter = filter.clone();
+        read(&self.readers, "(workflows)", move |conn, _| reads::list_workflows(conn, &filter)).await
+    }
+
+    async fn count(&self, filter: &WorkflowFilter) -> Result<u64, MemoryError> {
+        let filter = filter.clone();
+        read(&self.readers, "(workflows)", move |conn, _| reads::count_workflows(conn, &filter)).await
     }
 }

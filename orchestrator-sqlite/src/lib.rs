@@ -39,6 +39,12 @@
 //!   event and adds the produced ones in its own transaction (see
 //!   `orchestrator::orchestration::Lifecycle::with_outbox`); [`orchestrator::outbox::redeliver`]
 //!   sends what is left at start-up.
+//! * **Workflow index.** [`SqliteMemory`] is a
+//!   [`WorkflowIndex`](orchestrator::memory::WorkflowIndex) (schema version 6): each workflow's
+//!   row keeps its status, its root and what its subject says (orchestrator version, execution
+//!   id, meta; parsed when the row is created, with the meta also in `workflow_meta` rows), and
+//!   listings search indexes by orchestrator, status, initiator, root, execution id and meta,
+//!   newest first.
 //! * **Retention.** [`Retention::Keep`] (the default), [`Retention::Remove`],
 //!   [`Retention::RemoveAfter`] or [`Retention::Archive`] (moves a finished workflow's record
 //!   and journal to archive tables), applied in the transaction of the finishing commit.

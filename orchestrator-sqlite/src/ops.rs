@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use orchestrator::memory::{Lease, MemoryError, Retention};
+use orchestrator::memory::{Lease, MemoryError, Retention, SubjectColumns};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{SqliteError, backend};
@@ -38,6 +38,11 @@ pub(crate) struct WriteOp {
     pub(crate) source: String,
     pub(crate) wake_at_ms: Option<i64>,
     pub(crate) entry: Option<EntryRow>,
+    /// The workflow's status after the write (`WorkflowState::as_str`).
+    pub(crate) status: &'static str,
+    /// What the workflow's subject says, parsed for a creation (`prev` is `None`) when the id is
+    /// an orchestration subject.
+    pub(crate) columns: Option<SubjectColumns>,
 }
 
 /// A journal row, encoded.
@@ -111,10 +116,14 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
     let version = as_i64(id, "version", found.unwrap_or(0) + 1)?;
     let wf = if let Some((seq, _)) = row {
         conn.prepare_cached(
+            // A parent learnt (or changed) after the first write moves the root with it.
             "UPDATE workflows SET version = ?2, record = ?3, \
+             root = CASE WHEN ?4 AND ?5 IS NOT parent_subject \
+                 THEN COALESCE((SELECT p.root FROM workflows p WHERE p.id = ?5), ?5, id) ELSE root END, \
              parent_subject = CASE WHEN ?4 THEN ?5 ELSE parent_subject END, \
              initiator = CASE WHEN ?6 THEN ?7 ELSE initiator END, \
-             source = ?8, wake_at_ms = ?9, claimed_until_ms = NULL, updated_at_ms = ?10 WHERE seq = ?1",
+             source = ?8, wake_at_ms = ?9, claimed_until_ms = NULL, updated_at_ms = ?10, status = ?11 \
+             WHERE seq = ?1",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -127,15 +136,21 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
                 op.initiator.as_deref(),
                 op.source,
                 op.wake_at_ms,
-                now
+                now,
+                op.status
             ])
         })
         .map_err(&sql)?;
         seq
     } else {
+        let columns = op.columns.as_ref();
         conn.prepare_cached(
+            // The root: the parent's, else the parent itself (its row is gone or not written
+            // yet), else this workflow.
             "INSERT INTO workflows (id, version, record, parent_subject, initiator, source, wake_at_ms, \
-             created_at_ms, updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)",
+             created_at_ms, updated_at_ms, status, root, orchestrator_version, execution_id, meta) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, \
+                     COALESCE((SELECT p.root FROM workflows p WHERE p.id = ?4), ?4, ?1), ?10, ?11, ?12)",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -146,11 +161,26 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
                 op.initiator.as_deref(),
                 op.source,
                 op.wake_at_ms,
-                now
+                now,
+                op.status,
+                columns.map(|c| c.orchestrator_version.as_str()),
+                columns.map(|c| c.execution_id.as_str()),
+                columns.map(SubjectColumns::meta_json),
             ])
         })
         .map_err(&sql)?;
-        conn.last_insert_rowid()
+        let wf = conn.last_insert_rowid();
+        if let Some(columns) = columns
+            && !columns.meta.is_empty()
+        {
+            let mut meta = conn
+                .prepare_cached("INSERT OR IGNORE INTO workflow_meta (key, value, wf) VALUES (?1, ?2, ?3)")
+                .map_err(&sql)?;
+            for (key, value) in &columns.meta {
+                meta.execute(params![key, value, wf]).map_err(&sql)?;
+            }
+        }
+        wf
     };
     if let Some(entry) = &op.entry {
         conn.prepare_cached(

@@ -6,13 +6,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use orchestrator::event::Event;
-use orchestrator::memory::{JournalRecord, MemoryError, Stored};
+use std::collections::BTreeMap;
+
+use orchestrator::memory::{
+    JournalRecord, MemoryError, Page, Stored, WorkflowFilter, WorkflowState, WorkflowSummary,
+};
 use orchestrator::outbox::Pending;
+use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::de::DeserializeOwned;
 
 use crate::error::{SqliteError, backend};
-use crate::time::from_ms;
+use crate::time::{from_ms, to_ms, to_ms_ceil};
 
 /// The pool of idle read connections.
 pub(crate) struct Readers {
@@ -248,4 +253,221 @@ pub(crate) fn pending(conn: &Connection, after: u64, limit: usize) -> Result<Vec
         out.push(Pending { seq, event });
     }
     Ok(out)
+}
+
+/// The `WHERE` clause of a workflow listing, and its bound values: one constant fragment per
+/// filter set (so that SQLite picks the index of the filters given), every value a parameter.
+fn index_where(filter: &WorkflowFilter, cursor: bool) -> (String, Vec<Value>) {
+    let mut clauses: Vec<&str> = Vec::new();
+    let mut values: Vec<Value> = Vec::new();
+    let text = |clause, value: &Option<String>, clauses: &mut Vec<&str>, values: &mut Vec<Value>| {
+        if let Some(value) = value {
+            clauses.push(clause);
+            values.push(Value::Text(value.clone()));
+        }
+    };
+    text("w.source = ?", &filter.orchestrator, &mut clauses, &mut values);
+    text("w.orchestrator_version = ?", &filter.orchestrator_version, &mut clauses, &mut values);
+    text("w.status = ?", &filter.status.map(|s| s.as_str().to_owned()), &mut clauses, &mut values);
+    text("w.initiator = ?", &filter.initiator, &mut clauses, &mut values);
+    text("w.parent_subject = ?", &filter.parent, &mut clauses, &mut values);
+    text("w.root = ?", &filter.root, &mut clauses, &mut values);
+    if let Some(prefix) = &filter.execution_id_prefix {
+        // The ids that start with `prefix` sort between it and it followed by the last code point.
+        clauses.push("w.execution_id >= ? AND w.execution_id < ?");
+        values.push(Value::Text(prefix.clone()));
+        values.push(Value::Text(format!("{prefix}\u{10FFFF}")));
+    }
+    let mut time = |clause, at: Option<std::time::SystemTime>| {
+        if let Some(at) = at {
+            clauses.push(clause);
+            values.push(Value::Integer(to_ms_ceil(at)));
+        }
+    };
+    time("w.created_at_ms >= ?", filter.created.since);
+    time("w.created_at_ms < ?", filter.created.until);
+    time("w.updated_at_ms >= ?", filter.updated.since);
+    time("w.updated_at_ms < ?", filter.updated.until);
+    for (key, value) in &filter.meta {
+        clauses.push("w.seq IN (SELECT m.wf FROM workflow_meta m WHERE m.key = ? AND m.value = ?)");
+        values.push(Value::Text(key.clone()));
+        values.push(Value::Text(value.clone()));
+    }
+    if cursor && let Some(after) = &filter.after {
+        clauses.push("(w.created_at_ms < ? OR (w.created_at_ms = ? AND w.id < ?))");
+        let at = to_ms(after.created_at);
+        values.extend([Value::Integer(at), Value::Integer(at), Value::Text(after.id.clone())]);
+    }
+    let clause = if clauses.is_empty() { "1".to_owned() } else { clauses.join(" AND ") };
+    (clause, values)
+}
+
+type SummaryRow = (
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    i64,
+    i64,
+    i64,
+);
+
+fn summary(row: SummaryRow) -> Result<WorkflowSummary, MemoryError> {
+    let (
+        id,
+        execution_id,
+        source,
+        orchestrator_version,
+        status,
+        initiator,
+        parent,
+        root,
+        meta,
+        created,
+        updated,
+        v,
+    ) = row;
+    let invalid = |what| backend(&id, SqliteError::Invalid { what, value: 0 });
+    let status = WorkflowState::parse(&status).ok_or_else(|| invalid("workflow status"))?;
+    let meta: BTreeMap<String, String> = match meta {
+        Some(json) => decode(&id, "subject meta", v, &json)?,
+        None => BTreeMap::new(),
+    };
+    Ok(WorkflowSummary {
+        execution_id,
+        orchestrator: source,
+        orchestrator_version,
+        status,
+        initiator,
+        parent,
+        root,
+        meta,
+        created_at: from_ms("creation time", created).map_err(|e| backend(&id, e))?,
+        updated_at: from_ms("update time", updated).map_err(|e| backend(&id, e))?,
+        version: version(&id, v)?,
+        id,
+    })
+}
+
+/// The statement listing a page of the workflows matching `filter`, and its values.
+fn list_statement(filter: &WorkflowFilter) -> (String, Vec<Value>) {
+    let (clause, mut values) = index_where(filter, true);
+    values.push(Value::Integer(i64::try_from(filter.page_size()).unwrap_or(i64::MAX).saturating_add(1)));
+    let statement = format!(
+        "SELECT w.id, w.execution_id, w.source, w.orchestrator_version, w.status, w.initiator, \
+         w.parent_subject, w.root, w.meta, w.created_at_ms, w.updated_at_ms, w.version \
+         FROM workflows w WHERE {clause} ORDER BY w.created_at_ms DESC, w.id DESC LIMIT ?"
+    );
+    (statement, values)
+}
+
+/// A page of the workflows matching `filter`, newest first.
+pub(crate) fn list_workflows(
+    conn: &Connection,
+    filter: &WorkflowFilter,
+) -> Result<Page<WorkflowSummary>, MemoryError> {
+    let key = "(workflows)";
+    let limit = filter.page_size();
+    let (statement, values) = list_statement(filter);
+    let rows: Vec<SummaryRow> = conn
+        .prepare_cached(&statement)
+        .and_then(|mut s| {
+            s.query_map(rusqlite::params_from_iter(values), |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                    r.get(9)?,
+                    r.get(10)?,
+                    r.get(11)?,
+                ))
+            })?
+            .collect::<Result<_, _>>()
+        })
+        .map_err(sql(key))?;
+    let rows = rows.into_iter().map(summary).collect::<Result<Vec<_>, _>>()?;
+    Ok(Page::from_rows(rows, limit))
+}
+
+/// How many workflows match `filter`.
+pub(crate) fn count_workflows(conn: &Connection, filter: &WorkflowFilter) -> Result<u64, MemoryError> {
+    let key = "(workflows)";
+    let (clause, values) = index_where(filter, false);
+    let statement = format!("SELECT count(*) FROM workflows w WHERE {clause}");
+    let count: i64 = conn
+        .prepare_cached(&statement)
+        .and_then(|mut s| s.query_row(rusqlite::params_from_iter(values), |r| r.get(0)))
+        .map_err(sql(key))?;
+    u64::try_from(count).map_err(|_| backend(key, SqliteError::Invalid { what: "count", value: count }))
+}
+
+#[cfg(test)]
+mod tests {
+    use orchestrator::memory::{TimeRange, WorkflowCursor};
+
+    use super::*;
+
+    /// The plan of the listing of `filter` on a fresh database.
+    fn plan(filter: &WorkflowFilter) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.db");
+        let mut conn = Connection::open(&path).unwrap();
+        crate::schema::migrate(&mut conn, &path).unwrap();
+        let (statement, values) = list_statement(filter);
+        let mut explain = conn.prepare(&format!("EXPLAIN QUERY PLAN {statement}")).unwrap();
+        let rows = explain.query_map(rusqlite::params_from_iter(values), |r| r.get::<_, String>(3)).unwrap();
+        rows.collect::<Result<Vec<_>, _>>().unwrap().join("\n")
+    }
+
+    #[test]
+    fn listings_search_an_index() {
+        let some = |s: &str| Some(s.to_owned());
+        let cases = [
+            (
+                WorkflowFilter { status: Some(WorkflowState::Failed), ..WorkflowFilter::new() },
+                "workflows_status_created",
+            ),
+            (
+                WorkflowFilter { orchestrator: some("arvo.orc.x"), ..WorkflowFilter::new() },
+                "workflows_source_created",
+            ),
+            (
+                WorkflowFilter { initiator: some("com.x"), ..WorkflowFilter::new() },
+                "workflows_initiator_created",
+            ),
+            (WorkflowFilter { root: some("wf"), ..WorkflowFilter::new() }, "workflows_root_created"),
+            (
+                WorkflowFilter { execution_id_prefix: some("ab"), ..WorkflowFilter::new() },
+                "workflows_execution",
+            ),
+            (
+                WorkflowFilter { meta: vec![("k".into(), "v".into())], ..WorkflowFilter::new() },
+                "SEARCH m USING PRIMARY KEY",
+            ),
+            (
+                WorkflowFilter {
+                    created: TimeRange { since: Some(std::time::SystemTime::now()), until: None },
+                    after: Some(WorkflowCursor { created_at: std::time::SystemTime::now(), id: "x".into() }),
+                    ..WorkflowFilter::new()
+                },
+                "workflows_created",
+            ),
+        ];
+        for (filter, index) in cases {
+            let plan = plan(&filter);
+            assert!(plan.contains(index), "{filter:?} uses {index}: {plan:?}");
+            assert!(!plan.contains("SCAN w\n") && !plan.ends_with("SCAN w"), "no full scan: {plan}");
+        }
+    }
 }

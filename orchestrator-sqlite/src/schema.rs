@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use orchestrator::memory::SubjectColumns;
 use rusqlite::{Connection, TransactionBehavior};
 
 use crate::OpenError;
@@ -136,8 +137,87 @@ UPDATE journal_archive SET consumed_source = json_extract(consumed, '$.source')
     WHERE consumed IS NOT NULL AND json_valid(consumed);
 ";
 
+/// Version 6: the workflow index (`orchestrator::memory::WorkflowIndex`). Each workflow keeps
+/// its status (written by every commit), its root workflow and what its subject says (parsed
+/// when its row is first written: the orchestrator's version, the execution id and the meta, as
+/// a JSON object and, for lookups, as rows of `workflow_meta`, deleted with the workflow).
+/// Indexes list workflows newest first (creation time, then id) by orchestrator (`source`),
+/// status, initiator and root; the execution id is indexed for short-id lookups. Existing rows:
+/// the status is read from the record (a `WorkflowRecord`'s failure latch, end and wake-up) here,
+/// the root and the subject's columns by [`backfill_index`] after this step.
+const V6: &str = "
+ALTER TABLE workflows ADD COLUMN status TEXT NOT NULL DEFAULT 'active';
+ALTER TABLE workflows ADD COLUMN root TEXT;
+ALTER TABLE workflows ADD COLUMN orchestrator_version TEXT;
+ALTER TABLE workflows ADD COLUMN execution_id TEXT;
+ALTER TABLE workflows ADD COLUMN meta TEXT;
+CREATE TABLE workflow_meta (
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    wf INTEGER NOT NULL,
+    PRIMARY KEY (key, value, wf)
+) WITHOUT ROWID;
+CREATE INDEX workflow_meta_wf ON workflow_meta (wf);
+CREATE TRIGGER workflows_meta_gone AFTER DELETE ON workflows BEGIN
+    DELETE FROM workflow_meta WHERE wf = old.seq;
+END;
+UPDATE workflows SET status = CASE
+        WHEN json_extract(record, '$.executionStatus') = 'failure' THEN 'failed'
+        WHEN json_extract(record, '$.done') = 1 THEN 'done'
+        ELSE 'waiting' END
+    WHERE json_valid(record) AND json_type(record) = 'object'
+      AND (json_extract(record, '$.executionStatus') = 'failure' OR json_extract(record, '$.done') = 1
+           OR wake_at_ms IS NOT NULL);
+UPDATE workflows SET status = 'waiting' WHERE status = 'active' AND wake_at_ms IS NOT NULL;
+CREATE INDEX workflows_created ON workflows (created_at_ms DESC, id DESC);
+CREATE INDEX workflows_source_created ON workflows (source, created_at_ms DESC, id DESC);
+CREATE INDEX workflows_status_created ON workflows (status, created_at_ms DESC, id DESC);
+CREATE INDEX workflows_initiator_created ON workflows (initiator, created_at_ms DESC, id DESC)
+    WHERE initiator IS NOT NULL;
+CREATE INDEX workflows_root_created ON workflows (root, created_at_ms DESC, id DESC);
+CREATE INDEX workflows_execution ON workflows (execution_id) WHERE execution_id IS NOT NULL;
+";
+
 /// The migration steps, oldest first: step `i` leads to version `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+
+/// After [`V6`]: each existing workflow's root (up its parents to the last one stored, or the
+/// first one missing) and its subject's columns (when its id is an orchestration subject).
+fn backfill_index(conn: &Connection) -> rusqlite::Result<()> {
+    let rows: Vec<(i64, String, Option<String>)> = conn
+        .prepare("SELECT seq, id, parent_subject FROM workflows")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    let parents: std::collections::HashMap<&str, &str> =
+        rows.iter().filter_map(|(_, id, parent)| Some((id.as_str(), parent.as_deref()?))).collect();
+    let mut update = conn.prepare(
+        "UPDATE workflows SET root = ?2, orchestrator_version = ?3, execution_id = ?4, meta = ?5 WHERE seq = ?1",
+    )?;
+    let mut meta =
+        conn.prepare("INSERT OR IGNORE INTO workflow_meta (key, value, wf) VALUES (?1, ?2, ?3)")?;
+    for (seq, id, _) in &rows {
+        let mut root = id.as_str();
+        for _ in 0..rows.len() {
+            match parents.get(root) {
+                Some(parent) => root = parent,
+                None => break,
+            }
+        }
+        let columns = SubjectColumns::parse(id);
+        let columns = columns.as_ref();
+        update.execute(rusqlite::params![
+            seq,
+            root,
+            columns.map(|c| c.orchestrator_version.as_str()),
+            columns.map(|c| c.execution_id.as_str()),
+            columns.map(SubjectColumns::meta_json),
+        ])?;
+        for (key, value) in columns.map_or(&[][..], |c| &c.meta) {
+            meta.execute(rusqlite::params![key, value, seq])?;
+        }
+    }
+    Ok(())
+}
 
 /// The schema version this library writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -157,11 +237,11 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenErro
         return Ok(());
     }
     for (version, step) in (1i64..).zip(MIGRATIONS).skip(from) {
-        tx.execute_batch(step).map_err(|source| OpenError::Migration {
-            path: path.to_path_buf(),
-            version,
-            source,
-        })?;
+        let migration = |source| OpenError::Migration { path: path.to_path_buf(), version, source };
+        tx.execute_batch(step).map_err(migration)?;
+        if version == 6 {
+            backfill_index(&tx).map_err(migration)?;
+        }
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(|source| OpenError::Migration {
         path: path.to_path_buf(),
@@ -218,6 +298,67 @@ mod tests {
         );
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(version, SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn version_6_fills_the_workflow_index_of_existing_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v5.db");
+        let mut conn = Connection::open(&path).unwrap();
+        for step in &MIGRATIONS[..5] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 5).unwrap();
+        let subject = orchestrator::subject::Subject::builder("arvo.orc.v6", "1.2.0", "com.v6.client")
+            .execution_id("e-6")
+            .meta("tenant", "acme")
+            .build()
+            .unwrap();
+        conn.execute(
+            "INSERT INTO workflows (id, version, record, parent_subject, source, created_at_ms, updated_at_ms, \
+             wake_at_ms) VALUES \
+             (?1, 1, '{\"done\":false,\"executionStatus\":\"normal\"}', NULL, 's', 0, 0, NULL), \
+             ('child', 1, '{\"done\":true}', ?1, 's', 1, 1, NULL), \
+             ('grandchild', 1, '{\"executionStatus\":\"failure\"}', 'child', 's', 2, 2, NULL), \
+             ('orphan', 1, '\"text\"', 'gone', 's', 3, 3, 5)",
+            [subject.as_str()],
+        )
+        .unwrap();
+        migrate(&mut conn, &path).unwrap();
+        type Row = (String, String, Option<String>, Option<String>, Option<String>);
+        let rows: Vec<Row> = conn
+            .prepare(
+                "SELECT status, root, orchestrator_version, execution_id, meta FROM workflows ORDER BY seq",
+            )
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let root = subject.as_str().to_owned();
+        assert_eq!(
+            rows,
+            [
+                (
+                    "active".to_owned(),
+                    root.clone(),
+                    Some("1.2.0".to_owned()),
+                    Some("e-6".to_owned()),
+                    Some(r#"{"tenant":"acme"}"#.to_owned())
+                ),
+                ("done".to_owned(), root.clone(), None, None, None),
+                ("failed".to_owned(), root, None, None, None),
+                ("waiting".to_owned(), "gone".to_owned(), None, None, None),
+            ]
+        );
+        let meta: Vec<(String, String)> = conn
+            .prepare("SELECT key, value FROM workflow_meta")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(meta, [("tenant".to_owned(), "acme".to_owned())]);
     }
 
     #[test]

@@ -6,7 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use orchestrator::memory::{JournalRecord, Materialized, MemoryError, Stored, WriteMeta, check_id};
+use orchestrator::memory::{
+    JournalRecord, Materialized, MemoryError, Stored, SubjectColumns, WriteMeta, check_id,
+};
 use rusqlite::Connection;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -222,5 +224,8 @@ pub(crate) fn write_op<R: Serialize>(
         source: meta.source.to_owned(),
         wake_at_ms: meta.wake_at.map(time::to_ms_ceil),
         entry,
+        status: meta.status.as_str(),
+        // Parsed once, when the workflow is created (a write that must find no record).
+        columns: if prev.is_none() { SubjectColumns::parse(id) } else { None },
     })
 }

@@ -95,3 +95,10 @@ async fn conforms_when_chosen_at_run_time() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn its_workflow_index_conforms() {
+    let _serial = SERIAL.lock().await;
+    let dir = temp_dir();
+    testing::index(factory(&dir, Synchronous::Full)).await;
+}

@@ -8,12 +8,36 @@ macro_rules! ms {
     };
 }
 
+/// The workflow index's filter on `workflows w` (see `orchestrator::memory::WorkflowFilter`),
+/// each condition void when its parameter is NULL: `$1` the orchestrator (`source`), `$2` its
+/// version, `$3` the status, `$4` the initiator, `$5` the parent, `$6` the root, `$7` a `LIKE`
+/// pattern of the execution id (an escaped prefix followed by `%`), `$8`/`$9` the creation time
+/// range (since, until), `$10`/`$11` the update time range, `$12` the meta the subject's must
+/// contain (a JSON object, as text).
+macro_rules! workflow_filter {
+    () => {
+        "($1::text IS NULL OR w.source = $1) \
+         AND ($2::text IS NULL OR w.orchestrator_version = $2) \
+         AND ($3::text IS NULL OR w.status = $3) \
+         AND ($4::text IS NULL OR w.initiator = $4) \
+         AND ($5::text IS NULL OR w.parent = $5) \
+         AND ($6::text IS NULL OR w.root = $6) \
+         AND ($7::text IS NULL OR w.execution_id LIKE $7) \
+         AND ($8::timestamptz IS NULL OR w.created_at >= $8) \
+         AND ($9::timestamptz IS NULL OR w.created_at < $9) \
+         AND ($10::timestamptz IS NULL OR w.updated_at >= $10) \
+         AND ($11::timestamptz IS NULL OR w.updated_at < $11) \
+         AND ($12::text IS NULL OR w.meta @> $12::text::jsonb)"
+    };
+}
+
 mod ack;
 mod acquire;
 mod children;
 mod claim;
 mod claim_due;
 mod commit;
+mod count_workflows;
 mod dead_letters;
 mod depth;
 mod drained;
@@ -21,6 +45,7 @@ mod enqueue;
 mod entry;
 mod extend;
 mod history;
+mod list_workflows;
 mod lock;
 mod look;
 mod nack;
@@ -49,6 +74,7 @@ pub(crate) use children::CHILDREN;
 pub(crate) use claim::CLAIM;
 pub(crate) use claim_due::CLAIM_DUE;
 pub(crate) use commit::COMMIT;
+pub(crate) use count_workflows::COUNT_WORKFLOWS;
 pub(crate) use dead_letters::DEAD_LETTERS;
 pub(crate) use depth::DEPTH;
 pub(crate) use drained::DRAINED;
@@ -56,6 +82,7 @@ pub(crate) use enqueue::ENQUEUE;
 pub(crate) use entry::ENTRY;
 pub(crate) use extend::EXTEND;
 pub(crate) use history::HISTORY;
+pub(crate) use list_workflows::LIST_WORKFLOWS;
 pub(crate) use lock::LOCK;
 pub(crate) use look::LOOK;
 pub(crate) use nack::NACK;

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use super::{
-    Acquired, Commit, EventKey, Journal, JournalRecord, Lease, Memory, MemoryError, Retention, Stored, Wake,
+    Acquired, Commit, EventKey, Journal, JournalRecord, Lease, Materialized, Memory, MemoryError, Page,
+    Retention, Stored, SubjectColumns, Wake, WorkflowFilter, WorkflowIndex, WorkflowState, WorkflowSummary,
     check_id,
 };
 use crate::clock::{Clock, SystemClock};
@@ -57,6 +58,33 @@ struct Slot<R> {
     parent: Option<String>,
     /// Until when the current wake-up is claimed ([`Memory::claim_due`]).
     claimed_until: Option<SystemTime>,
+    /// What the workflow index lists (see [`WorkflowIndex`]).
+    index: IndexEntry,
+}
+
+/// What [`WorkflowIndex`] lists of a workflow, kept by each write.
+struct IndexEntry {
+    /// The writer's source (the orchestrator).
+    source: String,
+    status: WorkflowState,
+    initiator: Option<String>,
+    /// Parsed from the id when the record was created.
+    columns: Option<SubjectColumns>,
+    created_at: SystemTime,
+    updated_at: SystemTime,
+}
+
+impl Default for IndexEntry {
+    fn default() -> Self {
+        Self {
+            source: String::new(),
+            status: WorkflowState::Active,
+            initiator: None,
+            columns: None,
+            created_at: SystemTime::UNIX_EPOCH,
+            updated_at: SystemTime::UNIX_EPOCH,
+        }
+    }
 }
 
 impl<R> Default for Slot<R> {
@@ -69,6 +97,7 @@ impl<R> Default for Slot<R> {
             consumed: ConsumedIndex::default(),
             parent: None,
             claimed_until: None,
+            index: IndexEntry::default(),
         }
     }
 }
@@ -297,10 +326,23 @@ impl<R> InMemory<R> {
         let record = Arc::new(record);
         slot.wake_at = meta.wake_at;
         slot.claimed_until = None;
-        if let super::Materialized::Resolved(Some(parent)) = meta.parent_subject
+        if let Materialized::Resolved(Some(parent)) = meta.parent_subject
             && slot.parent.is_none()
         {
             slot.parent = Some(parent.to_owned());
+        }
+        let index = &mut slot.index;
+        if found.is_none() {
+            index.created_at = now;
+            index.columns = SubjectColumns::parse(id);
+        }
+        index.updated_at = now;
+        index.status = meta.status;
+        if index.source != meta.source {
+            meta.source.clone_into(&mut index.source);
+        }
+        if let Materialized::Resolved(initiator) = meta.initiator {
+            index.initiator = Some(initiator.to_owned());
         }
         if self.config.journal
             && let Some(entry) = &meta.entry
@@ -532,6 +574,75 @@ impl<R: Clone + Send + Sync> Journal<R> for InMemory<R> {
     }
 }
 
+impl<R> InMemory<R> {
+    /// Every stored workflow's summary, roots resolved, matching `filter` (cursor aside).
+    fn summaries(&self, filter: &WorkflowFilter) -> Vec<WorkflowSummary> {
+        let mut all: Vec<WorkflowSummary> = Vec::new();
+        for shard in &self.shards {
+            let shard = lock_shard(shard);
+            all.extend(shard.iter().filter_map(|(id, slot)| {
+                let (_, version) = slot.record.as_ref()?;
+                let index = &slot.index;
+                let columns = index.columns.as_ref();
+                Some(WorkflowSummary {
+                    id: id.clone(),
+                    execution_id: columns.map(|c| c.execution_id.clone()),
+                    orchestrator: index.source.clone(),
+                    orchestrator_version: columns.map(|c| c.orchestrator_version.clone()),
+                    status: index.status,
+                    initiator: index.initiator.clone(),
+                    parent: slot.parent.clone(),
+                    root: None,
+                    meta: columns.map(|c| c.meta.iter().cloned().collect()).unwrap_or_default(),
+                    created_at: index.created_at,
+                    updated_at: index.updated_at,
+                    version: *version,
+                })
+            }));
+        }
+        // The root: up the parents to the last one stored, or the first one missing.
+        let roots: Vec<String> = {
+            let parents: hashbrown::HashMap<&str, &str> =
+                all.iter().filter_map(|s| Some((s.id.as_str(), s.parent.as_deref()?))).collect();
+            all.iter()
+                .map(|s| {
+                    let mut root = s.id.as_str();
+                    for _ in 0..all.len() {
+                        match parents.get(root) {
+                            Some(parent) => root = parent,
+                            None => break,
+                        }
+                    }
+                    root.to_owned()
+                })
+                .collect()
+        };
+        for (summary, root) in all.iter_mut().zip(roots) {
+            summary.root = Some(root);
+        }
+        all.retain(|s| filter.matches(s));
+        all
+    }
+}
+
+/// Lists by scanning every workflow (there is no index in memory: the store is for one process
+/// and its workflows fit in memory).
+impl<R: Send + Sync> WorkflowIndex for InMemory<R> {
+    async fn list(&self, filter: &WorkflowFilter) -> Result<Page<WorkflowSummary>, MemoryError> {
+        let mut all = self.summaries(filter);
+        if let Some(after) = &filter.after {
+            all.retain(|s| after.precedes(s.created_at, &s.id));
+        }
+        all.sort_by(|a, b| (b.created_at, &b.id).cmp(&(a.created_at, &a.id)));
+        all.truncate(filter.page_size() + 1);
+        Ok(Page::from_rows(all, filter.page_size()))
+    }
+
+    async fn count(&self, filter: &WorkflowFilter) -> Result<u64, MemoryError> {
+        Ok(self.summaries(filter).len() as u64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -545,6 +656,7 @@ mod tests {
     async fn passes_the_conformance_suites() {
         crate::memory::testing::conformance(|s| fast(s.lease_ttl, s.retention)).await;
         crate::memory::testing::journal(|s| fast(s.lease_ttl, s.retention)).await;
+        crate::memory::testing::index(|s| fast(s.lease_ttl, s.retention)).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -26,11 +26,16 @@
 //! they are declared once: the object-safe [`DynMemory`] (a backend chosen at run time,
 //! `Arc<dyn DynMemory<R>>`) and the forwarding through `Arc<M>` are generated from the same list.
 //!
+//! Stores also list and count their workflows ([`WorkflowIndex`]: by orchestrator, version,
+//! status, initiator, parent, root, time and the subject's meta, newest first, a page at a time).
+//!
 //! [`InMemory`] is a concurrency-safe backend for one process. The `testing` feature adds
-//! `testing::conformance`, the suite every backend must pass.
+//! `testing::conformance`, the suite every backend must pass (and `testing::index`, the
+//! workflow index's).
 
 mod dynamic;
 mod in_memory;
+mod index;
 mod journal;
 mod policy;
 #[cfg(any(test, feature = "testing"))]
@@ -42,6 +47,10 @@ use std::time::{Duration, SystemTime};
 use crate::event::Event;
 
 pub use in_memory::{InMemory, InMemoryConfig};
+pub use index::{
+    DEFAULT_PAGE, Page, SubjectColumns, TimeRange, WorkflowCursor, WorkflowFilter, WorkflowIndex,
+    WorkflowSummary,
+};
 pub use journal::{Journal, JournalRecord};
 pub use policy::{NodeId, Retention, check_id, from_unix_ms, unix_ms};
 
@@ -107,8 +116,7 @@ pub struct WriteMeta<'a> {
     pub entry: Option<JournalEntry<'a>>,
     /// Where the workflow stands after this write (the lifecycle sets it from the record with
     /// [`WorkflowRecord::workflow_state`](crate::orchestration::WorkflowRecord::workflow_state)).
-    /// A backend that indexes workflows for listing keeps it in a column: the PostgreSQL store
-    /// does; [`InMemory`] and the SQLite store ignore it for now.
+    /// Every store keeps it for its [`WorkflowIndex`] (a workflow is listed by it).
     pub status: WorkflowState,
 }
 

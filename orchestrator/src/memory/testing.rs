@@ -16,8 +16,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::{Commit, EventKey, Journal, JournalEntry, Memory, MemoryError, MemoryExt, Retention, WriteMeta};
+use super::{
+    Commit, EventKey, Journal, JournalEntry, Materialized, Memory, MemoryError, MemoryExt, Retention,
+    TimeRange, WorkflowFilter, WorkflowIndex, WorkflowState, WorkflowSummary, WriteMeta,
+};
 use crate::event::Event;
+use crate::subject::Subject;
 
 /// What the suite asks of a backend it makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -330,6 +334,284 @@ where
     assert_eq!(m.history("hist", 1, 10).await.expect("page").len(), 1, "pages start after the version given");
     assert_eq!(m.entry("hist", 2).await.expect("entry").map(|e| e.record), Some("v2".to_owned()));
     assert!(m.entry("hist", 3).await.expect("entry").is_none());
+}
+
+/// The workflow index ([`WorkflowIndex`]): run it beside [`conformance`]. It writes six
+/// workflows (four orchestration subjects of three orchestrators and two versions, a child and a
+/// grandchild, meta, every status, and one plain id), then checks each filter alone and
+/// combined (each check fails if the filter is ignored), counts, the order (newest first) and
+/// paging with cursors (no duplicate, no gap).
+pub async fn index<M, F>(make: F)
+where
+    M: Memory<String> + WorkflowIndex + 'static,
+    F: Fn(Settings) -> M,
+{
+    let m = make(Settings { lease_ttl: Duration::from_secs(60), retention: Retention::Keep });
+    let w = IndexFixture::write(&m).await;
+    let ids = |page: &[WorkflowSummary]| page.iter().map(|s| s.id.clone()).collect::<Vec<_>>();
+    let all = m.list(&WorkflowFilter::new()).await.expect("list");
+    assert_eq!(
+        ids(&all.items),
+        w.newest_first(&["f", "e", "d", "c", "b", "a"]),
+        "every workflow, newest first"
+    );
+    assert!(all.next.is_none(), "a page holding everything is the last");
+
+    // The summaries.
+    let summary = |id: &str| all.items.iter().find(|s| s.id == id).cloned().expect("listed");
+    let a = summary(&w.a);
+    assert_eq!(a.execution_id.as_deref(), Some("aaaa0001-index"), "the execution id comes from the subject");
+    assert_eq!(
+        (a.orchestrator.as_str(), a.orchestrator_version.as_deref()),
+        (ALPHA, Some("1.0.0")),
+        "the orchestrator and its version"
+    );
+    assert_eq!(a.status, WorkflowState::Active);
+    assert_eq!(a.initiator.as_deref(), Some(CLIENT));
+    assert_eq!(
+        (a.parent.as_deref(), a.root.as_deref()),
+        (None, Some(w.a.as_str())),
+        "a root is its own root"
+    );
+    assert_eq!(a.meta.get("tenant").map(String::as_str), Some("acme"), "the meta comes from the subject");
+    assert_eq!(a.version, 1);
+    assert_eq!(a.short_id(), "aaaa0001");
+    let b = summary(&w.b);
+    assert_eq!((b.status, b.version), (WorkflowState::Done, 2), "the status of the last write");
+    assert!(b.updated_at > b.created_at, "a workflow written twice was updated after its creation");
+    let f = summary(&w.f);
+    assert_eq!(
+        (f.parent.as_deref(), f.root.as_deref()),
+        (Some(w.c.as_str()), Some(w.a.as_str())),
+        "a grandchild's root is its tree's root"
+    );
+    assert_eq!(f.meta.get("region").map(String::as_str), Some("eu"), "a child's meta is inherited");
+    let e = summary(&w.e);
+    assert_eq!(
+        (e.orchestrator.as_str(), e.orchestrator_version.as_deref(), e.execution_id.as_deref()),
+        (PLAIN, None, None),
+        "a plain id has no subject columns"
+    );
+    assert!(e.meta.is_empty() && e.initiator.is_none());
+    assert_eq!(e.root.as_deref(), Some(w.e.as_str()));
+
+    // Each filter, alone and combined; counts agree with the listings.
+    let check = async |what: &str, filter: WorkflowFilter, expected: &[&str]| {
+        let expected = w.newest_first(expected);
+        let listed = m.list(&filter).await.expect("list");
+        assert_eq!(ids(&listed.items), expected, "filter by {what}");
+        assert_eq!(m.count(&filter).await.expect("count"), expected.len() as u64, "count by {what}");
+    };
+    let f0 = WorkflowFilter::new;
+    check("orchestrator", WorkflowFilter { orchestrator: Some(ALPHA.into()), ..f0() }, &["b", "a"]).await;
+    check("a plain id's source", WorkflowFilter { orchestrator: Some(PLAIN.into()), ..f0() }, &["e"]).await;
+    check(
+        "orchestrator and version",
+        WorkflowFilter {
+            orchestrator: Some(ALPHA.into()),
+            orchestrator_version: Some("2.0.0".into()),
+            ..f0()
+        },
+        &["b"],
+    )
+    .await;
+    check(
+        "version",
+        WorkflowFilter { orchestrator_version: Some("1.0.0".into()), ..f0() },
+        &["f", "d", "c", "a"],
+    )
+    .await;
+    for (status, expected) in [
+        (WorkflowState::Active, &["f", "e", "a"][..]),
+        (WorkflowState::Waiting, &["c"][..]),
+        (WorkflowState::Done, &["b"][..]),
+        (WorkflowState::Failed, &["d"][..]),
+    ] {
+        check(&format!("status {status}"), WorkflowFilter { status: Some(status), ..f0() }, expected).await;
+    }
+    check(
+        "orchestrator and status",
+        WorkflowFilter { orchestrator: Some(BETA.into()), status: Some(WorkflowState::Failed), ..f0() },
+        &["d"],
+    )
+    .await;
+    check(
+        "orchestrator and another status",
+        WorkflowFilter { orchestrator: Some(BETA.into()), status: Some(WorkflowState::Done), ..f0() },
+        &[],
+    )
+    .await;
+    check("initiator", WorkflowFilter { initiator: Some(CLIENT.into()), ..f0() }, &["d", "a"]).await;
+    check("parent", WorkflowFilter { parent: Some(w.a.clone()), ..f0() }, &["c"]).await;
+    check("root", WorkflowFilter { root: Some(w.a.clone()), ..f0() }, &["f", "c", "a"]).await;
+    check("a lone root", WorkflowFilter { root: Some(w.d.clone()), ..f0() }, &["d"]).await;
+    check("execution id prefix", WorkflowFilter { execution_id_prefix: Some("aaaa".into()), ..f0() }, &["a"])
+        .await;
+    check("a wildcard prefix", WorkflowFilter { execution_id_prefix: Some("%".into()), ..f0() }, &[]).await;
+    check("a wildcard prefix", WorkflowFilter { execution_id_prefix: Some("_".into()), ..f0() }, &[]).await;
+    let meta =
+        |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+    check("meta", WorkflowFilter { meta: meta(&[("tenant", "acme")]), ..f0() }, &["f", "c", "a"]).await;
+    check(
+        "two meta entries",
+        WorkflowFilter { meta: meta(&[("tenant", "acme"), ("region", "eu")]), ..f0() },
+        &["f", "c"],
+    )
+    .await;
+    check("another meta value", WorkflowFilter { meta: meta(&[("tenant", "globex")]), ..f0() }, &["b"]).await;
+    check("a meta value nobody has", WorkflowFilter { meta: meta(&[("tenant", "nobody")]), ..f0() }, &[])
+        .await;
+    let c = summary(&w.c);
+    check(
+        "created since",
+        WorkflowFilter { created: TimeRange { since: Some(c.created_at), until: None }, ..f0() },
+        &["f", "e", "d", "c"],
+    )
+    .await;
+    check(
+        "created until",
+        WorkflowFilter { created: TimeRange { since: None, until: Some(c.created_at) }, ..f0() },
+        &["b", "a"],
+    )
+    .await;
+    check(
+        "updated since",
+        WorkflowFilter { updated: TimeRange { since: Some(b.updated_at), until: None }, ..f0() },
+        &["b"],
+    )
+    .await;
+    check(
+        "updated until",
+        WorkflowFilter { updated: TimeRange { since: None, until: Some(b.updated_at) }, ..f0() },
+        &["f", "e", "d", "c", "a"],
+    )
+    .await;
+
+    // Pages: no duplicate, no gap, the last one says so.
+    for (what, filter, expected) in [
+        ("every workflow", f0(), &["f", "e", "d", "c", "b", "a"][..]),
+        ("a tree", WorkflowFilter { root: Some(w.a.clone()), ..f0() }, &["f", "c", "a"][..]),
+    ] {
+        for limit in [1, 2, 4] {
+            let mut seen = Vec::new();
+            let mut filter = WorkflowFilter { limit, ..filter.clone() };
+            let mut pages = 0;
+            loop {
+                let page = m.list(&filter).await.expect("page");
+                pages += 1;
+                assert!(page.items.len() <= limit, "{what}: a page holds at most {limit}");
+                seen.extend(ids(&page.items));
+                match page.next {
+                    Some(next) => filter = filter.after(Some(next)),
+                    None => break,
+                }
+                assert!(pages <= expected.len(), "{what}: the pages never end");
+            }
+            assert_eq!(seen, w.newest_first(expected), "{what} by pages of {limit}: no duplicate, no gap");
+            assert_eq!(
+                pages,
+                expected.len().div_ceil(limit),
+                "{what} by pages of {limit}: no empty last page"
+            );
+        }
+    }
+}
+
+const ALPHA: &str = "arvo.orc.index.alpha";
+const BETA: &str = "arvo.orc.index.beta";
+const GAMMA: &str = "arvo.orc.index.gamma";
+const PLAIN: &str = "com.conformance.plain";
+const CLIENT: &str = "com.conformance.client";
+
+/// The workflows of [`index`], by letter, in the order they are created.
+struct IndexFixture {
+    a: String,
+    b: String,
+    c: String,
+    d: String,
+    e: String,
+    f: String,
+}
+
+impl IndexFixture {
+    async fn write<M: Memory<String>>(m: &M) -> Self {
+        let subject = |orchestrator: &str, version: &str, initiator: &str, execution: &str| {
+            Subject::builder(orchestrator, version, initiator).execution_id(execution)
+        };
+        let a = subject(ALPHA, "1.0.0", CLIENT, "aaaa0001-index").meta("tenant", "acme").build().expect("a");
+        let b = subject(ALPHA, "2.0.0", "com.conformance.other", "bbbb0002-index")
+            .meta("tenant", "globex")
+            .build()
+            .expect("b");
+        let c =
+            a.child(BETA, "1.0.0").execution_id("cccc0003-index").meta("region", "eu").build().expect("c");
+        let d =
+            subject(BETA, "1.0.0", CLIENT, "dddd0004-index").meta("tenant", "initech").build().expect("d");
+        let f = c.child(GAMMA, "1.0.0").execution_id("ffff0006-index").build().expect("f");
+        let fixture = Self {
+            a: a.as_str().to_owned(),
+            b: b.as_str().to_owned(),
+            c: c.as_str().to_owned(),
+            d: d.as_str().to_owned(),
+            e: "plain-index-workflow".to_owned(),
+            f: f.as_str().to_owned(),
+        };
+        let later = Some(SystemTime::now() + Duration::from_secs(3_600));
+        let writes: [(&Subject, Option<&str>, WorkflowState, Option<SystemTime>); 4] = [
+            (&a, None, WorkflowState::Active, None),
+            (&b, None, WorkflowState::Active, None),
+            (&c, Some(&fixture.a), WorkflowState::Waiting, later),
+            (&d, None, WorkflowState::Failed, None),
+        ];
+        for (subject, parent, status, wake_at) in writes {
+            let meta = WriteMeta {
+                parent_subject: Materialized::Resolved(parent),
+                initiator: Materialized::Resolved(subject.initiator()),
+                wake_at,
+                status,
+                ..WriteMeta::new(subject.as_str(), subject.orchestrator_name())
+            };
+            m.write(subject.as_str(), &"x".into(), None, None, &meta).await.expect("write");
+            // Each workflow is created in a later millisecond than the one before.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        m.write(&fixture.e, &"x".into(), None, None, &WriteMeta::new(&fixture.e, PLAIN))
+            .await
+            .expect("write");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let meta = WriteMeta {
+            parent_subject: Materialized::Resolved(Some(&fixture.c)),
+            initiator: Materialized::Resolved(f.initiator()),
+            ..WriteMeta::new(f.as_str(), GAMMA)
+        };
+        m.write(&fixture.f, &"x".into(), None, None, &meta).await.expect("write");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        // b ends: its last write is the latest of all.
+        let meta = WriteMeta {
+            parent_subject: Materialized::Resolved(None),
+            initiator: Materialized::Resolved(b.initiator()),
+            status: WorkflowState::Done,
+            ..WriteMeta::new(b.as_str(), ALPHA)
+        };
+        m.write(&fixture.b, &"y".into(), Some(1), None, &meta).await.expect("write");
+        fixture
+    }
+
+    /// The ids of the workflows named by letter, in the order given (newest first).
+    fn newest_first(&self, letters: &[&str]) -> Vec<String> {
+        letters
+            .iter()
+            .map(|letter| match *letter {
+                "a" => self.a.clone(),
+                "b" => self.b.clone(),
+                "c" => self.c.clone(),
+                "d" => self.d.clone(),
+                "e" => self.e.clone(),
+                "f" => self.f.clone(),
+                other => panic!("no workflow {other}"),
+            })
+            .collect()
+    }
 }
 
 async fn a_failed_commit_changes_nothing<M: Store>(m: &M) {

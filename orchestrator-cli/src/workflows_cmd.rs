@@ -1,0 +1,224 @@
+//! `orchestrator workflows list`: a store's workflows, by the workflow index.
+
+use std::io::Write;
+use std::time::{Duration, SystemTime};
+
+use clap::{Args, Subcommand};
+use orchestrator::event::time::format_utc;
+use orchestrator::memory::{WorkflowFilter, WorkflowIndex, WorkflowState, WorkflowSummary};
+
+use crate::error::CliError;
+use crate::journal_cmd::runtime;
+use crate::store::Store;
+use crate::subject_cmd::parse_meta;
+
+/// `orchestrator workflows …`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum WorkflowsCommand {
+    /// List a store's workflows, newest first (or count them).
+    List(ListArgs),
+}
+
+/// `orchestrator workflows list STORE [--status S] [--orchestrator N] [--meta k=v]… [--since T]`.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// The store: a SQLite file (`sqlite:PATH` or a plain path; it must exist), or a
+    /// `postgres://` URL.
+    store: String,
+    /// The PostgreSQL schema holding the tables.
+    #[arg(long, default_value = "orchestrator")]
+    schema: String,
+    /// Only workflows in this state: active, waiting (on a timer), done or failed.
+    #[arg(long, value_parser = parse_status)]
+    status: Option<WorkflowState>,
+    /// Only workflows of this orchestrator (its name, such as arvo.orc.shop.order).
+    #[arg(long, value_name = "NAME")]
+    orchestrator: Option<String>,
+    /// Only workflows of this orchestrator version.
+    #[arg(long = "orchestrator-version", value_name = "VERSION")]
+    orchestrator_version: Option<String>,
+    /// Only workflows started by this initiator.
+    #[arg(long)]
+    initiator: Option<String>,
+    /// Only the children of this workflow (its subject).
+    #[arg(long, value_name = "SUBJECT")]
+    parent: Option<String>,
+    /// Only the workflows of this tree (its root's subject).
+    #[arg(long, value_name = "SUBJECT")]
+    root: Option<String>,
+    /// Only workflows whose subject's meta has KEY=VALUE; repeat for several (all must match).
+    #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = parse_meta)]
+    meta: Vec<(String, String)>,
+    /// Only workflows created at or after this time: RFC 3339 (2025-01-31T12:00:00Z) or an age
+    /// such as 90s, 30m, 12h or 7d.
+    #[arg(long, value_name = "TIME", value_parser = parse_since)]
+    since: Option<SystemTime>,
+    /// The most workflows to list.
+    #[arg(long, default_value_t = 50)]
+    limit: usize,
+    /// Print JSON lines instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Print only how many workflows match.
+    #[arg(long)]
+    count: bool,
+}
+
+impl ListArgs {
+    fn filter(&self) -> WorkflowFilter {
+        let mut filter = WorkflowFilter {
+            orchestrator: self.orchestrator.clone(),
+            orchestrator_version: self.orchestrator_version.clone(),
+            status: self.status,
+            initiator: self.initiator.clone(),
+            parent: self.parent.clone(),
+            root: self.root.clone(),
+            meta: self.meta.clone(),
+            limit: self.limit,
+            ..WorkflowFilter::new()
+        };
+        filter.created.since = self.since;
+        filter
+    }
+}
+
+/// Parses `--status`.
+fn parse_status(text: &str) -> Result<WorkflowState, String> {
+    WorkflowState::parse(text)
+        .ok_or_else(|| format!("`{text}` is not a status: expected active, waiting, done or failed"))
+}
+
+/// Parses `--since`: an RFC 3339 time, or an age (`90s`, `30m`, `12h`, `7d`) before now.
+fn parse_since(text: &str) -> Result<SystemTime, String> {
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Ok(at.into());
+    }
+    let unit = text.chars().last().map_or(0, |c| match c {
+        's' => 1,
+        'm' => 60,
+        'h' => 3_600,
+        'd' => 86_400,
+        _ => 0,
+    });
+    let amount: Option<u64> = text.get(..text.len().saturating_sub(1)).and_then(|n| n.parse().ok());
+    match amount {
+        Some(amount) if unit > 0 => SystemTime::now()
+            .checked_sub(Duration::from_secs(amount.saturating_mul(unit)))
+            .ok_or_else(|| format!("`{text}` reaches before the epoch")),
+        _ => Err(format!("`{text}` is neither an RFC 3339 time nor an age such as 30m, 12h or 7d")),
+    }
+}
+
+/// Runs a `workflows` subcommand.
+pub(crate) fn run(command: &WorkflowsCommand, out: &mut dyn Write) -> Result<(), CliError> {
+    match command {
+        WorkflowsCommand::List(args) => list(args, out),
+    }
+}
+
+fn list(args: &ListArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    if args.limit == 0 {
+        return Err(CliError::Usage("--limit must be at least 1".to_owned()));
+    }
+    let rt = runtime()?;
+    let store = rt.block_on(Store::open(&args.store, &args.schema))?;
+    let filter = args.filter();
+    let failed = |e| CliError::Input(format!("cannot list the workflows: {e}"));
+    if args.count {
+        let count = rt.block_on(store.count(&filter)).map_err(failed)?;
+        let line =
+            if args.json { serde_json::json!({ "count": count }).to_string() } else { count.to_string() };
+        return writeln!(out, "{line}").map_err(CliError::output);
+    }
+    let page = rt.block_on(store.list(&filter)).map_err(failed)?;
+    if args.json {
+        for summary in &page.items {
+            writeln!(out, "{}", json(summary)).map_err(CliError::output)?;
+        }
+        return Ok(());
+    }
+    write!(out, "{}", table(&page.items)).map_err(CliError::output)?;
+    if page.next.is_some() {
+        writeln!(out, "(more workflows match: raise --limit, or narrow the filter)")
+            .map_err(CliError::output)?;
+    }
+    Ok(())
+}
+
+/// A workflow as a JSON line.
+fn json(s: &WorkflowSummary) -> serde_json::Value {
+    serde_json::json!({
+        "id": s.id,
+        "short_id": s.short_id(),
+        "execution_id": s.execution_id,
+        "orchestrator": s.orchestrator,
+        "orchestrator_version": s.orchestrator_version,
+        "status": s.status.as_str(),
+        "initiator": s.initiator,
+        "parent": s.parent,
+        "root": s.root,
+        "meta": s.meta,
+        "created_at": format_utc(s.created_at),
+        "updated_at": format_utc(s.updated_at),
+        "version": s.version,
+    })
+}
+
+/// The workflows as a table: short id, orchestrator@version, status, created, updated, initiator.
+fn table(items: &[WorkflowSummary]) -> String {
+    let header = ["ID", "ORCHESTRATOR", "STATUS", "CREATED", "UPDATED", "INITIATOR"].map(str::to_owned);
+    let rows: Vec<[String; 6]> = items
+        .iter()
+        .map(|s| {
+            let orchestrator = match &s.orchestrator_version {
+                Some(version) => format!("{}@{version}", s.orchestrator),
+                None => s.orchestrator.clone(),
+            };
+            [
+                s.short_id().to_owned(),
+                orchestrator,
+                s.status.as_str().to_owned(),
+                format_utc(s.created_at),
+                format_utc(s.updated_at),
+                s.initiator.clone().unwrap_or_else(|| "-".to_owned()),
+            ]
+        })
+        .collect();
+    let mut widths = header.clone().map(|h| h.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut text = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> =
+            row.iter().zip(widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
+        text.push_str(cells.join("  ").trim_end());
+        text.push('\n');
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_takes_times_and_ages() {
+        let at = parse_since("2025-01-31T12:00:00Z").unwrap();
+        assert_eq!(format_utc(at), "2025-01-31T12:00:00.000Z");
+        let hour_ago = parse_since("1h").unwrap();
+        let elapsed = SystemTime::now().duration_since(hour_ago).unwrap();
+        assert!((3_599..=3_601).contains(&elapsed.as_secs()), "{elapsed:?}");
+        assert!(parse_since("7d").is_ok() && parse_since("90s").is_ok() && parse_since("30m").is_ok());
+        assert!(parse_since("yesterday").unwrap_err().contains("RFC 3339"));
+        assert!(parse_since("h").is_err() && parse_since("").is_err());
+    }
+
+    #[test]
+    fn statuses_are_named() {
+        assert_eq!(parse_status("waiting"), Ok(WorkflowState::Waiting));
+        assert!(parse_status("running").unwrap_err().contains("active, waiting, done or failed"));
+    }
+}
