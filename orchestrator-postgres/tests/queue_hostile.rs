@@ -130,3 +130,63 @@ async fn hostile_events_round_trip_or_are_refused() {
     delivery.ack(vec![]).await.expect("ack");
     drop_schema(&url, &schema).await;
 }
+
+/// An event whose deliveries all end unsettled (its consumer crashes, or gives it back, every
+/// time) is delivered `max_deliveries` times, then becomes a dead letter with the reason instead
+/// of being delivered forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_delivered_too_often_becomes_a_dead_letter() {
+    let Some(url) = database_url() else { return };
+    let schema = fresh_schema();
+    let store: PgStore<String> =
+        PgStore::open(config(&url, &schema, Duration::from_secs(30), Retention::Keep)).await.expect("open");
+    let queue = store.queue(QueueConfig {
+        poll: Duration::from_millis(20),
+        max_deliveries: Some(3),
+        ..QueueConfig::default()
+    });
+    queue.publish(vec![event("poison", "poison-subject", "v")]).await.expect("publish");
+    queue.publish(vec![event("fine", "fine-subject", "v")]).await.expect("publish");
+    let mut subscription = queue.subscribe(Topics::All).await.expect("subscribe");
+    let mut poison_deliveries = 0;
+    let mut fine = None;
+    while fine.is_none() || poison_deliveries < 3 {
+        let delivery = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+            .await
+            .expect("a delivery within 10 s")
+            .expect("a delivery");
+        if delivery.event().id() == "poison" {
+            poison_deliveries += 1;
+            assert_eq!(delivery.attempt(), poison_deliveries, "each delivery counts");
+            drop(delivery); // unsettled: given back, as if its consumer had crashed
+        } else {
+            fine = Some(delivery);
+        }
+    }
+    fine.expect("the other event").ack(Vec::new()).await.expect("ack");
+    // The fourth claim of the poison event makes it a dead letter: nothing more is delivered.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let dead = loop {
+        let dead = queue.dead_letters(0, 10).await.expect("dead letters");
+        if !dead.is_empty() || tokio::time::Instant::now() > deadline {
+            break dead;
+        }
+        if let Ok(Some(delivery)) =
+            tokio::time::timeout(Duration::from_millis(100), subscription.next()).await
+        {
+            panic!("event {} delivered again (attempt {})", delivery.event().id(), delivery.attempt());
+        }
+    };
+    assert_eq!(dead.len(), 1, "one dead letter: {dead:?}");
+    assert_eq!(dead[0].event_id, "poison");
+    assert!(
+        dead[0].reason.contains("delivered 3 times without being settled"),
+        "the reason says why: {}",
+        dead[0].reason
+    );
+    assert_eq!(queue.depth(10).await.expect("depth"), 0, "nothing left in the queue");
+    drop(subscription);
+    drop(queue);
+    drop(store);
+    drop_schema(&url, &schema).await;
+}

@@ -19,6 +19,12 @@ pub struct QueueConfig {
     /// The most rows one claim takes (default 64): a process's poller claims as many rows as
     /// its consumers wait for, up to this, in one statement.
     pub batch: usize,
+    /// How many deliveries of one event are allowed before it becomes a dead letter instead of
+    /// being delivered again (default 100; `None`: no limit). Each claim is a delivery, whatever
+    /// ended the one before: a nack, a claim that lapsed, a consumer that crashed. It is the
+    /// last guard against an event that crashes its consumer every time (the runtime's retry
+    /// policy, 10 attempts by default, dead-letters ordinary failures long before).
+    pub max_deliveries: Option<u32>,
 }
 
 impl Default for QueueConfig {
@@ -29,6 +35,7 @@ impl Default for QueueConfig {
             visibility: Duration::from_secs(30),
             poll: Duration::from_millis(250),
             batch: 64,
+            max_deliveries: Some(100),
         }
     }
 }

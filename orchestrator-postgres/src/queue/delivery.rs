@@ -41,6 +41,15 @@ impl PgDelivery {
     /// by another program) is moved to the dead letters instead, with the reason.
     pub(super) async fn from_claim(shared: &Arc<Shared>, row: Claimed) -> Option<Self> {
         let attempt = u32::try_from(row.attempt).unwrap_or(u32::MAX);
+        if let Some(max) = shared.config.max_deliveries
+            && attempt > max.max(1)
+        {
+            let reason =
+                format!("delivered {} times without being settled (the queue's limit is {max})", attempt - 1);
+            tracing::warn!(event_id = row.event_id, %reason, "dead letter");
+            dead_letter(shared, &row, attempt, &reason).await;
+            return None;
+        }
         match serde_json::from_str::<Event>(&row.event) {
             Ok(event) => Some({
                 if let Some((record, version, produced)) = row.looked {
@@ -62,20 +71,7 @@ impl PgDelivery {
             Err(e) => {
                 let reason = format!("the queued event cannot be decoded: {e}");
                 tracing::warn!(event_id = row.event_id, %reason, "dead letter");
-                let attempt = i32::try_from(attempt).unwrap_or(i32::MAX);
-                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
-                    &row.seq,
-                    &row.token,
-                    &row.topic,
-                    &row.subject,
-                    &row.event_id,
-                    &row.event,
-                    &attempt,
-                    &reason,
-                ];
-                if let Err(e) = shared.query(q::TERMINATE, &params).await {
-                    tracing::warn!(error = %e, "could not move an undecodable event to the dead letters");
-                }
+                dead_letter(shared, &row, attempt, &reason).await;
                 None
             }
         }
@@ -172,6 +168,17 @@ impl PgDelivery {
         self.settled = true;
         self.shared.wake.enqueued();
         Ok(())
+    }
+}
+
+/// Moves a claimed row that is not delivered to the dead letters with `reason`, best effort (a
+/// row left claimed lapses and is claimed again, and judged again).
+async fn dead_letter(shared: &Shared, row: &Claimed, attempt: u32, reason: &str) {
+    let attempt = i32::try_from(attempt).unwrap_or(i32::MAX);
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] =
+        [&row.seq, &row.token, &row.topic, &row.subject, &row.event_id, &row.event, &attempt, &reason];
+    if let Err(e) = shared.query(q::TERMINATE, &params).await {
+        tracing::warn!(error = %e, event_id = row.event_id, "could not move an event to the dead letters");
     }
 }
 

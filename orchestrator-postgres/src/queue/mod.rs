@@ -25,7 +25,9 @@
 //!   gives it back, visible after the delay. [`Delivery::terminate`] moves it to the
 //!   `dead_letters` table with the reason ([`PgQueue::dead_letters`],
 //!   [`PgQueue::requeue`]). Every settlement carries the claim's token: a consumer whose claim
-//!   lapsed and was taken over settles nothing.
+//!   lapsed and was taken over settles nothing. An event claimed more than
+//!   [`QueueConfig::max_deliveries`] times (100 by default) becomes a dead letter instead of a
+//!   delivery: an event that crashes its consumer every time does not loop forever.
 //! * **One poller per process** (and set of topics): consumers wait on it, and it claims as many
 //!   rows as consumers wait for (up to [`QueueConfig::batch`]) in one statement. When a claim
 //!   comes back short it sleeps until an enqueue in this process wakes it, or one in another

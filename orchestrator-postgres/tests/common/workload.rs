@@ -30,6 +30,8 @@ pub fn transport(store: &PgStore<WorkflowRecord>) -> Transport {
     store.queue(QueueConfig {
         visibility: Duration::from_secs(5),
         poll: Duration::from_millis(50),
+        // The fault tests retry for as long as it takes (`patient_retry`, 200 attempts).
+        max_deliveries: None,
         ..QueueConfig::default()
     })
 }
