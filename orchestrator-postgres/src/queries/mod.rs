@@ -27,7 +27,7 @@ macro_rules! workflow_filter {
          AND ($9::timestamptz IS NULL OR w.created_at < $9) \
          AND ($10::timestamptz IS NULL OR w.updated_at >= $10) \
          AND ($11::timestamptz IS NULL OR w.updated_at < $11) \
-         AND ($12::text IS NULL OR w.meta @> $12::text::jsonb)"
+         AND ($12::text IS NULL OR (w.meta <> '{}'::jsonb AND w.meta @> $12::text::jsonb))"
     };
 }
 
