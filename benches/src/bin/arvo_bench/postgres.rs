@@ -428,6 +428,10 @@ async fn drive<C: Client + Send + Sync + 'static>(
     count: usize,
     in_flight: usize,
 ) -> Result<(usize, Duration), BoxError> {
+    if count == 0 {
+        // Nothing to start, so no completion would ever come (a tiny run has no warm-up).
+        return Ok((0, Duration::ZERO));
+    }
     let t0 = Instant::now();
     let notified = client.done.notified();
     tokio::pin!(notified);
