@@ -269,8 +269,9 @@ impl Feed {
                 }
             }
             Err(reason) => {
+                let result = shared.dead_letter(&message, attempt, &reason).await;
                 self.lock().outstanding[index] -= 1;
-                if let Err(e) = shared.dead_letter(&message, attempt, &reason).await {
+                if let Err(e) = result {
                     tracing::warn!(error = %e, "could not move a message to the dead letters; it comes back later");
                     let later = AckKind::Nak(Some(shared.config.ack_wait));
                     if let Err(e) = message.ack_with(later).await {
