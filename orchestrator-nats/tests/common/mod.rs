@@ -2,6 +2,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod workload;
+
 use std::sync::Mutex;
 use std::time::Duration;
 
