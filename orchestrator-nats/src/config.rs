@@ -32,7 +32,9 @@ pub struct NatsConfig {
     pub publish_timeout: Option<Duration>,
     /// How long a delivery stays with its consumer unless extended (default 30 s, the
     /// consumer's `ack_wait`): then the server delivers it again, to anyone.
-    /// [`Delivery::extend`](orchestrator::transport::Delivery::extend) restarts this period.
+    /// [`Delivery::extend`](orchestrator::transport::Delivery::extend) restarts this period: a
+    /// node's heartbeat (`NodeBuilder::heartbeat`, every 10 s by default) must beat more often
+    /// than this for long handlers to keep their deliveries.
     pub ack_wait: Duration,
     /// How many times an event is delivered at most (default 20): nacked on its last delivery,
     /// or delivered once more after a consumer died holding it, it becomes a dead letter.

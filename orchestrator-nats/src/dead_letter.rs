@@ -5,7 +5,7 @@ use std::time::SystemTime;
 use async_nats::jetstream::message::StreamMessage;
 use orchestrator::event::{Event, EventError};
 
-use crate::shared::{ATTEMPT, ORIGINAL_SEQUENCE, ORIGINAL_SUBJECT, REASON};
+use crate::shared::{ATTEMPT, ORIGINAL_SEQUENCE, ORIGINAL_SUBJECT, REASON, TRUNCATED};
 use crate::subject::decode_topic;
 
 /// A message of the dead-letter stream: an event terminated by a handler, delivered too many
@@ -20,8 +20,11 @@ pub struct NatsDeadLetter {
     pub subject: String,
     /// Its sequence in the event stream.
     pub original_seq: u64,
-    /// The message's body as published (an event's JSON, or whatever was there).
+    /// The message's body as published (an event's JSON, or whatever was there); cut when it
+    /// was too large to keep with the dead letter's headers (see `truncated_from`).
     pub body: Vec<u8>,
+    /// The body's original size when it was cut.
+    pub truncated_from: Option<usize>,
     /// On which delivery it became a dead letter.
     pub attempt: u32,
     /// Why.
@@ -41,6 +44,7 @@ impl NatsDeadLetter {
             subject: header(ORIGINAL_SUBJECT),
             original_seq: header(ORIGINAL_SEQUENCE).parse().unwrap_or(0),
             body: message.payload.to_vec(),
+            truncated_from: message.headers.get(TRUNCATED).and_then(|v| v.as_str().parse().ok()),
             attempt: header(ATTEMPT).parse().unwrap_or(0),
             reason: header(REASON),
             at: SystemTime::from(message.time),

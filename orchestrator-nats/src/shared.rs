@@ -33,6 +33,9 @@ pub(crate) const ORIGINAL_SUBJECT: &str = "Orchestrator-Subject";
 /// Header: its sequence in the event stream.
 pub(crate) const ORIGINAL_SEQUENCE: &str = "Orchestrator-Sequence";
 
+/// Header: the size of a body kept cut (too large with the dead letter's headers).
+pub(crate) const TRUNCATED: &str = "Orchestrator-Truncated";
+
 /// The longest reason kept in a dead letter's header (longer ones are cut).
 const MAX_REASON: usize = 4_096;
 
@@ -332,8 +335,16 @@ impl Shared {
         // A second try of the same dead letter (the first's `+TERM` was lost) is stored once.
         let msg_id = format!("dead-{}-{sequence}", self.config.stream);
         headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id.as_str());
+        // The headers added may take a body that just fit over the server's limit: such a body
+        // is kept cut, with its size.
+        let max = self.client.server_info().max_payload;
+        let mut body = message.payload.clone();
+        if max > 0 && body.len() + 2 * MAX_REASON + 1_024 > max {
+            headers.insert(TRUNCATED, body.len().to_string().as_str());
+            body.truncate(max.saturating_sub(2 * MAX_REASON + 1_024));
+        }
         tracing::warn!(subject = message.subject.as_str(), attempt, reason, "dead letter");
-        self.publish(vec![Outgoing { subject, headers, body: message.payload.clone() }]).await?;
+        self.publish(vec![Outgoing { subject, headers, body }]).await?;
         message
             .double_ack_with(AckKind::Term)
             .await

@@ -192,3 +192,23 @@ async fn an_event_larger_than_the_server_takes_is_refused_with_a_typed_error() {
     assert_eq!(transport.waiting().await.expect("waiting"), 0, "nothing of the batch was published");
     delete(&transport).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_message_as_large_as_the_server_takes_is_kept_cut() {
+    let Some(url) = nats_url() else { return };
+    let transport = NatsTransport::connect(config(&url)).await.expect("connect");
+    let size = transport.client().server_info().max_payload - 200;
+    let body: &'static [u8] = Box::leak(vec![b'x'; size].into_boxed_slice());
+    publish_raw(&transport, event_subject(&transport.config().subject_prefix, TOPIC), body).await;
+    let mut subscription =
+        transport.subscribe(Topics::Only(vec![TOPIC.to_owned()])).await.expect("subscribe");
+    let waiting = tokio::spawn(async move { subscription.next().await.map(|d| d.event().id().to_owned()) });
+    let letters = dead_letters(&transport, 1).await;
+    assert!(letters[0].reason.contains("not a valid event"), "{}", letters[0].reason);
+    assert_eq!(letters[0].truncated_from, Some(size));
+    assert!(letters[0].body.len() < size && letters[0].body.iter().all(|b| *b == b'x'));
+    transport.close();
+    let end = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("the end within 10 s");
+    assert_eq!(end.expect("the waiting task"), None, "nothing is delivered");
+    delete(&transport).await;
+}
