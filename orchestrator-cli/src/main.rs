@@ -26,6 +26,7 @@ mod error;
 mod event_cmd;
 mod journal_cmd;
 mod output;
+mod resolve;
 mod store;
 mod subject_cmd;
 mod workflows_cmd;
