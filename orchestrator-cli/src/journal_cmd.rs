@@ -61,7 +61,10 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(|e| CliError::Io { context: "cannot start the async runtime".to_owned(), source: e })
 }
 
-pub(crate) async fn read_all(memory: &Store, subject: &str) -> Result<Vec<JournalRecord<WorkflowRecord>>, CliError> {
+pub(crate) async fn read_all(
+    memory: &Store,
+    subject: &str,
+) -> Result<Vec<JournalRecord<WorkflowRecord>>, CliError> {
     let mut all = Vec::new();
     loop {
         let after = all.last().map_or(0, |e: &JournalRecord<WorkflowRecord>| e.version);

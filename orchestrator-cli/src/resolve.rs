@@ -72,7 +72,8 @@ fn pick(arg: &str, location: &str, mut page: Page<WorkflowSummary>) -> Result<Re
                 .items
                 .iter()
                 .map(|s| {
-                    let version = s.orchestrator_version.as_deref().map(|v| format!("@{v}")).unwrap_or_default();
+                    let version =
+                        s.orchestrator_version.as_deref().map(|v| format!("@{v}")).unwrap_or_default();
                     let execution = s.execution_id.as_deref().unwrap_or("-");
                     format!(
                         "  {}  {}{version}  {}  (execution id {execution})",

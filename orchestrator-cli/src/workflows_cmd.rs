@@ -151,9 +151,10 @@ fn show(args: &OneArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let found = rt.block_on(resolve(&store, &args.store, &args.id))?;
     let entries = rt.block_on(read_all(&store, &found.id))?;
     let last = entries.last();
-    let record = last.map(|e| serde_json::to_value(&e.record)).transpose().map_err(|e| {
-        CliError::Input(format!("cannot show the record of {}: {e}", found.id))
-    })?;
+    let record = last
+        .map(|e| serde_json::to_value(&e.record))
+        .transpose()
+        .map_err(|e| CliError::Input(format!("cannot show the record of {}: {e}", found.id)))?;
     if args.json {
         let mut doc = match &found.summary {
             Some(summary) => json(summary),
