@@ -17,12 +17,35 @@ use crate::subject_cmd::parse_meta;
 #[derive(Debug, Subcommand)]
 pub(crate) enum WorkflowsCommand {
     /// List a store's workflows, newest first (or count them).
+    #[command(after_help = LIST_EXAMPLES)]
     List(ListArgs),
     /// Show one workflow: what the index says of it, its last state and its journal's length.
+    #[command(after_help = SHOW_EXAMPLES)]
     Show(OneArgs),
     /// Show a workflow and its descendants (its children, theirs…) as a tree.
+    #[command(after_help = TREE_EXAMPLES)]
     Tree(OneArgs),
 }
+
+const LIST_EXAMPLES: &str = "\
+Examples:
+  orchestrator workflows list orchestrator-data/quickstart.sqlite --status failed
+  orchestrator workflows list postgres://postgres@127.0.0.1:5432/test --meta tenant=acme --count";
+
+const SHOW_EXAMPLES: &str = "\
+Examples:
+  orchestrator workflows show orchestrator-data/quickstart.sqlite 3f2a9c1e
+  orchestrator workflows show sqlite:store.db \"$SUBJECT\" --json
+
+A short id is a unique prefix (4 characters or more) of the workflow's execution id; an
+ambiguous one lists the workflows it matches.";
+
+const TREE_EXAMPLES: &str = "\
+Examples:
+  orchestrator workflows tree orchestrator-data/quickstart.sqlite 3f2a9c1e
+  orchestrator workflows tree postgres://postgres@127.0.0.1:5432/test \"$SUBJECT\" --json
+
+Children are found by their parent, oldest first, at most 32 levels deep and 1,000 workflows.";
 
 /// `orchestrator workflows show|tree STORE ID [--json]`.
 #[derive(Debug, Args)]
