@@ -27,6 +27,7 @@ pub(crate) struct Resolved {
 /// (an orchestration subject) that the index lists or the journal holds, or a prefix of at least
 /// [`MIN_SHORT_ID`] characters of exactly one workflow's execution id.
 pub(crate) async fn resolve(store: &Store, location: &str, arg: &str) -> Result<Resolved, CliError> {
+    let location = &redact(location);
     let failed = |e| CliError::Input(format!("cannot look the workflow up in {location}: {e}"));
     if let Ok(subject) = Subject::parse(arg) {
         let filter = WorkflowFilter {
@@ -95,6 +96,20 @@ fn pick(arg: &str, location: &str, mut page: Page<WorkflowSummary>) -> Result<Re
     }
 }
 
+/// `location` with a URL's password replaced by `***`, for messages.
+fn redact(location: &str) -> String {
+    let Some((scheme, rest)) = location.split_once("://") else { return location.to_owned() };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) if user_info.contains(':') => {
+            let user = user_info.split_once(':').map_or(user_info, |(user, _)| user);
+            format!("{scheme}://{user}:***@{host}{path}")
+        }
+        _ => location.to_owned(),
+    }
+}
+
 fn not_found(arg: &str, location: &str) -> CliError {
     CliError::Input(format!("no workflow with id or short id {arg} in {location}"))
 }
@@ -123,6 +138,13 @@ mod tests {
             updated_at: SystemTime::UNIX_EPOCH,
             version: 1,
         }
+    }
+
+    #[test]
+    fn passwords_are_not_shown() {
+        assert_eq!(redact("postgres://u:secret@h:5432/db"), "postgres://u:***@h:5432/db");
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact("store.sqlite"), "store.sqlite");
     }
 
     #[test]
