@@ -12,6 +12,7 @@ use orchestrator::orchestration::{Orchestrator, WorkflowRecord, history};
 use orchestrator::subject::Subject;
 
 use crate::error::CliError;
+use crate::resolve::resolve;
 use crate::store::Store;
 
 /// `orchestrator history DB SUBJECT`.
@@ -22,7 +23,8 @@ pub(crate) struct HistoryArgs {
     /// The PostgreSQL schema holding the tables.
     #[arg(long, default_value = "orchestrator")]
     schema: String,
-    /// The workflow's subject.
+    /// The workflow: its id (subject), or a short id (a unique prefix of its execution id, at
+    /// least 4 characters).
     subject: String,
     /// Print the entries as JSON lines instead of a timeline.
     #[arg(long)]
@@ -37,12 +39,14 @@ pub(crate) struct ReplayArgs {
     /// The PostgreSQL schema holding the tables.
     #[arg(long, default_value = "orchestrator")]
     schema: String,
-    /// The workflow's subject.
+    /// The workflow: its id (subject), or a short id (a unique prefix of its execution id, at
+    /// least 4 characters).
     subject: String,
-    /// Stop at this journal position (version); default: the end.
+    /// Stop at this journal position (version, from 1 to the last); default: the end.
     #[arg(long, conflicts_with = "at")]
     until: Option<u64>,
-    /// Stop at the last execution that ran at or before this RFC 3339 time.
+    /// Stop at the last execution that ran at or before this RFC 3339 time (not before the
+    /// first execution).
     #[arg(long)]
     at: Option<String>,
     /// Start from the snapshot journaled at this version instead of the beginning.
@@ -57,7 +61,10 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(|e| CliError::Io { context: "cannot start the async runtime".to_owned(), source: e })
 }
 
-async fn read_all(memory: &Store, subject: &str) -> Result<Vec<JournalRecord<WorkflowRecord>>, CliError> {
+pub(crate) async fn read_all(
+    memory: &Store,
+    subject: &str,
+) -> Result<Vec<JournalRecord<WorkflowRecord>>, CliError> {
     let mut all = Vec::new();
     loop {
         let after = all.last().map_or(0, |e: &JournalRecord<WorkflowRecord>| e.version);
@@ -74,12 +81,12 @@ async fn read_all(memory: &Store, subject: &str) -> Result<Vec<JournalRecord<Wor
 
 /// Prints a workflow's journal.
 pub(crate) fn history(args: &HistoryArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    Subject::parse(&args.subject)?;
     let rt = runtime()?;
     let memory = rt.block_on(Store::open(&args.db, &args.schema))?;
-    let entries = rt.block_on(read_all(&memory, &args.subject))?;
+    let id = rt.block_on(resolve(&memory, &args.db, &args.subject))?.id;
+    let entries = rt.block_on(read_all(&memory, &id))?;
     if entries.is_empty() {
-        return Err(CliError::Input(format!("no journal for workflow {}", args.subject)));
+        return Err(CliError::Input(format!("no journal for workflow {id}")));
     }
     if args.json {
         for entry in &entries {
@@ -101,7 +108,6 @@ pub(crate) fn history(args: &HistoryArgs, out: &mut dyn Write) -> Result<(), Cli
 /// Rebuilds a workflow's state by re-running its orchestrator when this tool knows it (the
 /// example workflows), else shows the journaled snapshot.
 pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let subject = Subject::parse(&args.subject)?;
     let until = match (&args.until, &args.at) {
         (Some(v), _) => Until::Version(*v),
         (None, Some(at)) => Until::Time(
@@ -113,26 +119,33 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliEr
     };
     let rt = runtime()?;
     let memory = rt.block_on(Store::open(&args.db, &args.schema))?;
+    let id = rt.block_on(resolve(&memory, &args.db, &args.subject))?.id;
+    let subject = Subject::parse(&id)?;
+    let entries = rt.block_on(read_all(&memory, &id))?;
+    let target = target(&id, &entries, until, args.at.as_deref().unwrap_or_default())?;
+    if let Some(from) = args.from
+        && from > target.version
+    {
+        return Err(CliError::Usage(format!(
+            "--from {from} is after the position replayed to (version {}): the snapshot to start \
+             from must come before it",
+            target.version
+        )));
+    }
     let known = known_orchestrator(subject.orchestrator_name());
     let rerun = known.is_some();
     let replayed: Replayed = match known {
         Some(orchestrator) => rt
-            .block_on(orchestrator.lifecycle().replay(&memory, &args.subject, until, args.from))
+            .block_on(orchestrator.lifecycle().replay(&memory, &id, until, args.from))
             .map_err(|e| CliError::Input(e.to_string()))?,
-        None => {
-            let entries = rt.block_on(read_all(&memory, &args.subject))?;
-            let last = entries.iter().rfind(|e| until.includes(e)).ok_or_else(|| {
-                CliError::Input(format!("no journal entry of workflow {} in that range", args.subject))
-            })?;
-            Replayed {
-                version: last.version,
-                at: Some(last.at),
-                state: last.record.state.clone(),
-                done: last.record.done,
-                failed: last.record.is_failed(),
-                steps: 0,
-            }
-        }
+        None => Replayed {
+            version: target.version,
+            at: Some(target.at),
+            state: target.record.state.clone(),
+            done: target.record.done,
+            failed: target.record.is_failed(),
+            steps: 0,
+        },
     };
     let how = if rerun {
         format!("re-ran {} execution(s); every step matched the journal", replayed.steps)
@@ -143,7 +156,7 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliEr
         )
     };
     let doc = serde_json::json!({
-        "subject": args.subject,
+        "subject": id,
         "version": replayed.version,
         "at": replayed.at.map(format_utc),
         "done": replayed.done,
@@ -153,6 +166,44 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliEr
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|e| CliError::Input(e.to_string()))?;
     writeln!(out, "{text}").map_err(CliError::output)
+}
+
+/// The journal entry a replay of `id` stops at, or a clear error when `until` lies outside the
+/// journal (`at` is the `--at` text, for messages): an empty journal, a version past the last
+/// one (or 0), a time before the first execution.
+fn target<'e>(
+    id: &str,
+    entries: &'e [JournalRecord<WorkflowRecord>],
+    until: Until,
+    at: &str,
+) -> Result<&'e JournalRecord<WorkflowRecord>, CliError> {
+    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+        return Err(CliError::Input(format!("no journal for workflow {id}")));
+    };
+    let range = format!("versions {} to {}", first.version, last.version);
+    match until {
+        Until::Version(v) if v > last.version => {
+            return Err(CliError::Usage(format!(
+                "--until {v} is past the last version of workflow {id}: its journal holds {range}"
+            )));
+        }
+        Until::Version(v) if v < first.version => {
+            return Err(CliError::Usage(format!(
+                "--until {v} is before the first version of workflow {id}: its journal holds {range}"
+            )));
+        }
+        Until::Time(t) if t < first.at => {
+            return Err(CliError::Usage(format!(
+                "--at {at} is before the first execution of workflow {id} (at {})",
+                format_utc(first.at)
+            )));
+        }
+        _ => {}
+    }
+    entries
+        .iter()
+        .rfind(|e| until.includes(e))
+        .ok_or_else(|| CliError::Input(format!("no journal entry of workflow {id} in that range")))
 }
 
 /// The example orchestrators this tool can re-run.

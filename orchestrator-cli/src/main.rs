@@ -11,11 +11,18 @@
 //!   documents (Arvo's `toJsonSchema()`).
 //! - `orchestrator chart check|simulate|export`: run statechart conformance fixtures, simulate a
 //!   JSON chart, export a chart as XState JSON, Mermaid or Graphviz DOT.
-//! - `orchestrator history DB SUBJECT`: a workflow's journal in a SQLite store, as a timeline;
-//! - `orchestrator replay DB SUBJECT --until N`: the workflow's state rebuilt at a position,
+//! - `orchestrator history STORE ID`: a workflow's journal in a SQLite or PostgreSQL store, as a
+//!   timeline;
+//! - `orchestrator replay STORE ID --until N`: the workflow's state rebuilt at a position,
 //!   re-running the orchestrator when the tool knows it (the example workflows);
 //! - `orchestrator workflows list STORE`: a store's workflows, newest first, filtered by status,
-//!   orchestrator, meta, creation time… (a table, JSON lines, or only their count).
+//!   orchestrator, meta, creation time… (a table, JSON lines, or only their count);
+//! - `orchestrator workflows show|tree STORE ID`: one workflow (its summary, last state and
+//!   history length), or it and its descendants as a tree.
+//!
+//! Every command that takes a workflow (ID) accepts its full id (the subject) or a short id: a
+//! prefix of at least 4 characters of exactly one workflow's execution id (`workflows list`
+//! shows the first 8).
 //!
 //! Results go to stdout; errors go to stderr after `error: `. The exit status is 0 on success,
 //! 1 for invalid input and 2 for usage errors.
@@ -26,6 +33,7 @@ mod error;
 mod event_cmd;
 mod journal_cmd;
 mod output;
+mod resolve;
 mod store;
 mod subject_cmd;
 mod workflows_cmd;
@@ -74,13 +82,13 @@ enum Command {
     /// Run statechart fixtures, simulate a JSON chart, export a chart.
     #[command(subcommand, after_help = CHART_EXAMPLES)]
     Chart(ChartCommand),
-    /// Print a workflow's journal (its history) from a SQLite store.
+    /// Print a workflow's journal (its history) from a SQLite or PostgreSQL store.
     #[command(after_help = JOURNAL_EXAMPLES)]
     History(journal_cmd::HistoryArgs),
-    /// Rebuild a workflow's state at a journal position or time from a SQLite store.
+    /// Rebuild a workflow's state at a journal position or time from a SQLite or PostgreSQL store.
     #[command(after_help = JOURNAL_EXAMPLES)]
     Replay(journal_cmd::ReplayArgs),
-    /// List and count a store's workflows (SQLite or PostgreSQL), newest first.
+    /// List, count, show a store's workflows (SQLite or PostgreSQL), and their trees.
     #[command(subcommand, after_help = WORKFLOWS_EXAMPLES)]
     Workflows(workflows_cmd::WorkflowsCommand),
 }
@@ -89,12 +97,24 @@ const WORKFLOWS_EXAMPLES: &str = "\
 Examples:
   orchestrator workflows list orchestrator-data/quickstart.sqlite --status failed
   orchestrator workflows list sqlite:store.db --orchestrator arvo.orc.shop.order --since 1h --json
-  orchestrator workflows list postgres://postgres@127.0.0.1:5432/test --meta tenant=acme --count";
+  orchestrator workflows list postgres://postgres@127.0.0.1:5432/test --meta tenant=acme --count
+  orchestrator workflows show orchestrator-data/quickstart.sqlite 3f2a9c1e
+  orchestrator workflows show sqlite:store.db \"$SUBJECT\" --json
+  orchestrator workflows tree orchestrator-data/quickstart.sqlite 3f2a9c1e
+
+ID is a workflow's full id (its subject) or a short id: a unique prefix (4 characters or more)
+of its execution id, as `workflows list` shows it.";
 
 const JOURNAL_EXAMPLES: &str = "\
 Examples:
   orchestrator history orchestrator-data/quickstart.sqlite \"$SUBJECT\"
-  orchestrator replay orchestrator-data/quickstart.sqlite \"$SUBJECT\" --until 2";
+  orchestrator history orchestrator-data/quickstart.sqlite 3f2a9c1e
+  orchestrator replay orchestrator-data/quickstart.sqlite \"$SUBJECT\" --until 2
+  orchestrator replay orchestrator-data/quickstart.sqlite 3f2a9c1e --at 2025-01-31T12:00:00Z
+
+The workflow is its full id (its subject) or a short id: a unique prefix (4 characters or more)
+of its execution id. --until past the last version and --at before the first execution are
+errors.";
 
 const SUBJECT_EXAMPLES: &str = "\
 Examples:

@@ -1,4 +1,4 @@
-//! `orchestrator workflows list`: a store's workflows, by the workflow index.
+//! `orchestrator workflows list|show|tree`: a store's workflows, by the workflow index.
 
 use std::io::Write;
 use std::time::{Duration, SystemTime};
@@ -8,7 +8,8 @@ use orchestrator::event::time::format_utc;
 use orchestrator::memory::{WorkflowFilter, WorkflowIndex, WorkflowState, WorkflowSummary};
 
 use crate::error::CliError;
-use crate::journal_cmd::runtime;
+use crate::journal_cmd::{read_all, runtime};
+use crate::resolve::resolve;
 use crate::store::Store;
 use crate::subject_cmd::parse_meta;
 
@@ -16,7 +17,51 @@ use crate::subject_cmd::parse_meta;
 #[derive(Debug, Subcommand)]
 pub(crate) enum WorkflowsCommand {
     /// List a store's workflows, newest first (or count them).
+    #[command(after_help = LIST_EXAMPLES)]
     List(ListArgs),
+    /// Show one workflow: what the index says of it, its last state and its journal's length.
+    #[command(after_help = SHOW_EXAMPLES)]
+    Show(OneArgs),
+    /// Show a workflow and its descendants (its children, theirs…) as a tree.
+    #[command(after_help = TREE_EXAMPLES)]
+    Tree(OneArgs),
+}
+
+const LIST_EXAMPLES: &str = "\
+Examples:
+  orchestrator workflows list orchestrator-data/quickstart.sqlite --status failed
+  orchestrator workflows list postgres://postgres@127.0.0.1:5432/test --meta tenant=acme --count";
+
+const SHOW_EXAMPLES: &str = "\
+Examples:
+  orchestrator workflows show orchestrator-data/quickstart.sqlite 3f2a9c1e
+  orchestrator workflows show sqlite:store.db \"$SUBJECT\" --json
+
+A short id is a unique prefix (4 characters or more) of the workflow's execution id; an
+ambiguous one lists the workflows it matches.";
+
+const TREE_EXAMPLES: &str = "\
+Examples:
+  orchestrator workflows tree orchestrator-data/quickstart.sqlite 3f2a9c1e
+  orchestrator workflows tree postgres://postgres@127.0.0.1:5432/test \"$SUBJECT\" --json
+
+Children are found by their parent, oldest first, at most 32 levels deep and 1,000 workflows.";
+
+/// `orchestrator workflows show|tree STORE ID [--json]`.
+#[derive(Debug, Args)]
+pub(crate) struct OneArgs {
+    /// The store: a SQLite file (`sqlite:PATH` or a plain path; it must exist), or a
+    /// `postgres://` URL.
+    store: String,
+    /// The workflow: its id (subject), or a short id (a unique prefix of its execution id, at
+    /// least 4 characters).
+    id: String,
+    /// The PostgreSQL schema holding the tables.
+    #[arg(long, default_value = "orchestrator")]
+    schema: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// `orchestrator workflows list STORE [--status S] [--orchestrator N] [--meta k=v]… [--since T]`.
@@ -113,6 +158,183 @@ fn parse_since(text: &str) -> Result<SystemTime, String> {
 pub(crate) fn run(command: &WorkflowsCommand, out: &mut dyn Write) -> Result<(), CliError> {
     match command {
         WorkflowsCommand::List(args) => list(args, out),
+        WorkflowsCommand::Show(args) => show(args, out),
+        WorkflowsCommand::Tree(args) => tree(args, out),
+    }
+}
+
+/// The deepest level of descendants `workflows tree` follows.
+const TREE_DEPTH: usize = 32;
+/// The most workflows `workflows tree` shows.
+const TREE_NODES: usize = 1_000;
+
+fn show(args: &OneArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let rt = runtime()?;
+    let store = rt.block_on(Store::open(&args.store, &args.schema))?;
+    let found = rt.block_on(resolve(&store, &args.store, &args.id))?;
+    let entries = rt.block_on(read_all(&store, &found.id))?;
+    let last = entries.last();
+    let record = last
+        .map(|e| serde_json::to_value(&e.record))
+        .transpose()
+        .map_err(|e| CliError::Input(format!("cannot show the record of {}: {e}", found.id)))?;
+    if args.json {
+        let mut doc = match &found.summary {
+            Some(summary) => json(summary),
+            None => serde_json::json!({ "id": found.id, "listed": false }),
+        };
+        doc["history_length"] = entries.len().into();
+        doc["last_entry_at"] = last.map(|e| format_utc(e.at)).into();
+        doc["record"] = record.unwrap_or_default();
+        return writeln!(out, "{doc}").map_err(CliError::output);
+    }
+    let mut text = String::new();
+    let mut field = |name: &str, value: &str| text.push_str(&format!("{name:<13}{value}\n"));
+    field("id", &found.id);
+    match &found.summary {
+        Some(s) => {
+            field("short id", s.short_id());
+            field("orchestrator", &orchestrator_at(s));
+            field("status", s.status.as_str());
+            field("initiator", s.initiator.as_deref().unwrap_or("-"));
+            field("parent", s.parent.as_deref().unwrap_or("-"));
+            field("root", s.root.as_deref().unwrap_or("-"));
+            let meta: Vec<String> = s.meta.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let meta = if meta.is_empty() { "-".to_owned() } else { meta.join(", ") };
+            field("meta", &meta);
+            field("created", &format_utc(s.created_at));
+            field("updated", &format_utc(s.updated_at));
+            field("version", &s.version.to_string());
+        }
+        None => field("status", "not listed by the workflow index (removed or archived)"),
+    }
+    field("history", &format!("{} journal entries", entries.len()));
+    match &record {
+        Some(record) => {
+            let pretty = serde_json::to_string_pretty(record).map_err(|e| CliError::Input(e.to_string()))?;
+            text.push_str("state\n");
+            for line in pretty.lines() {
+                text.push_str("  ");
+                text.push_str(line);
+                text.push('\n');
+            }
+        }
+        None => field("state", "- (no journal entry)"),
+    }
+    write!(out, "{text}").map_err(CliError::output)
+}
+
+/// A workflow of a tree and its descendants.
+struct Node {
+    summary: WorkflowSummary,
+    children: Vec<Node>,
+}
+
+/// Builds the tree under `summary`, depth first, children oldest first; `budget` counts the
+/// workflows still allowed, `cut` becomes true when a bound left workflows out.
+async fn subtree(
+    store: &Store,
+    summary: WorkflowSummary,
+    depth: usize,
+    budget: &mut usize,
+    cut: &mut bool,
+) -> Result<Node, CliError> {
+    let mut children = Vec::new();
+    if depth >= TREE_DEPTH {
+        let probe = WorkflowFilter { parent: Some(summary.id.clone()), limit: 1, ..WorkflowFilter::new() };
+        let more = store.list(&probe).await.map_err(list_failed)?;
+        *cut |= !more.items.is_empty();
+        return Ok(Node { summary, children });
+    }
+    let mut filter = WorkflowFilter { parent: Some(summary.id.clone()), ..WorkflowFilter::new() };
+    let mut found = Vec::new();
+    loop {
+        filter.limit = (*budget).clamp(1, 100);
+        let page = store.list(&filter).await.map_err(list_failed)?;
+        for child in page.items {
+            if *budget == 0 {
+                *cut = true;
+                break;
+            }
+            *budget -= 1;
+            found.push(child);
+        }
+        match page.next {
+            Some(next) if *budget > 0 => filter = filter.after(Some(next)),
+            Some(_) => {
+                *cut = true;
+                break;
+            }
+            None => break,
+        }
+    }
+    found.reverse();
+    for child in found {
+        children.push(Box::pin(subtree(store, child, depth + 1, budget, cut)).await?);
+    }
+    Ok(Node { summary, children })
+}
+
+fn list_failed(e: orchestrator::memory::MemoryError) -> CliError {
+    CliError::Input(format!("cannot list the workflows: {e}"))
+}
+
+fn tree(args: &OneArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let rt = runtime()?;
+    let store = rt.block_on(Store::open(&args.store, &args.schema))?;
+    let found = rt.block_on(resolve(&store, &args.store, &args.id))?;
+    let Some(summary) = found.summary else {
+        return Err(CliError::Input(format!(
+            "workflow {} is not listed by the workflow index (removed or archived): it has no tree",
+            found.id
+        )));
+    };
+    let mut budget = TREE_NODES - 1;
+    let mut cut = false;
+    let root = rt.block_on(subtree(&store, summary, 0, &mut budget, &mut cut))?;
+    if args.json {
+        let mut doc = tree_json(&root);
+        if cut {
+            doc["truncated"] = true.into();
+        }
+        return writeln!(out, "{doc}").map_err(CliError::output);
+    }
+    let mut text = String::new();
+    tree_text(&root, 0, &mut text);
+    if cut {
+        text.push_str(&format!(
+            "(more descendants: the tree shows at most {TREE_NODES} workflows, {TREE_DEPTH} levels deep)\n"
+        ));
+    }
+    write!(out, "{text}").map_err(CliError::output)
+}
+
+fn tree_text(node: &Node, depth: usize, text: &mut String) {
+    let s = &node.summary;
+    text.push_str(&format!(
+        "{:indent$}{}  {}  {}\n",
+        "",
+        s.short_id(),
+        orchestrator_at(s),
+        s.status.as_str(),
+        indent = depth * 2
+    ));
+    for child in &node.children {
+        tree_text(child, depth + 1, text);
+    }
+}
+
+fn tree_json(node: &Node) -> serde_json::Value {
+    let mut doc = json(&node.summary);
+    doc["children"] = node.children.iter().map(tree_json).collect::<Vec<_>>().into();
+    doc
+}
+
+/// `orchestrator@version`, or the orchestrator alone when the version is unknown.
+fn orchestrator_at(s: &WorkflowSummary) -> String {
+    match &s.orchestrator_version {
+        Some(version) => format!("{}@{version}", s.orchestrator),
+        None => s.orchestrator.clone(),
     }
 }
 
@@ -170,13 +392,9 @@ fn table(items: &[WorkflowSummary]) -> String {
     let rows: Vec<[String; 6]> = items
         .iter()
         .map(|s| {
-            let orchestrator = match &s.orchestrator_version {
-                Some(version) => format!("{}@{version}", s.orchestrator),
-                None => s.orchestrator.clone(),
-            };
             [
                 s.short_id().to_owned(),
-                orchestrator,
+                orchestrator_at(s),
                 s.status.as_str().to_owned(),
                 format_utc(s.created_at),
                 format_utc(s.updated_at),

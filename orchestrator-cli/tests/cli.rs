@@ -494,6 +494,7 @@ fn help_describes_every_command() {
         ("subject", &["parse", "new", "child"][..]),
         ("event", &["validate"]),
         ("contract", &["list", "schema"]),
+        ("workflows", &["list", "show", "tree"]),
     ] {
         let help = run_ok(&[group, "--help"], None);
         for sub in subcommands {

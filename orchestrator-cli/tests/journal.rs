@@ -168,7 +168,16 @@ fn history_and_replay_read_a_postgres_store_by_url() {
     // Another schema has no such workflow: a clear error, not a crash.
     let out = run(&["history", &url, &subject, "--schema", &format!("{schema}_empty")]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no journal for workflow"), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no workflow with id or short id"), "{out:?}");
+    // A short id (a prefix of the execution id) names the workflow too.
+    let execution = orchestrator::subject::Subject::parse(&subject).unwrap().execution_id().to_owned();
+    let out = run(&["history", &url, &execution[..8], "--schema", &schema]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().filter(|l| l.starts_with('v')).count(), 4, "{text}");
+    let out = run(&["replay", &url, &execution[..8], "--schema", &schema, "--until", "9"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("past the last version"), "{out:?}");
 
     rt.block_on(async {
         let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
