@@ -1,8 +1,9 @@
 //! Example contracts shared by the examples, the `orchestrator` command-line tool and the tests:
 //! the calculator services and the averaging workflow of Arvo's own examples, and the
-//! order-fulfilment workflow of the main example.
+//! order-fulfilment workflow of the main example, and its roles across processes over NATS.
 
 pub mod calculator;
+pub mod nats_order;
 pub mod orders;
 
 use orchestrator::contract::{ArvoContract, Contract};
