@@ -64,7 +64,9 @@ fn stop_and_join((stop, thread): (oneshot::Sender<()>, JoinHandle<()>)) {
 async fn the_order_roles_complete_every_order_once_over_nats() {
     let Some(url) = nats_url() else { return };
     let n = 30;
-    let deployment = format!("ORDERS_TEST_{:08X}", std::process::id());
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let deployment = format!("ORDERS_TEST_{:08X}_{nanos:08X}", std::process::id());
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path: PathBuf = dir.path().join("orchestrator").join("orders.sqlite");
 
