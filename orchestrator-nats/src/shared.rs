@@ -222,12 +222,17 @@ impl Shared {
     }
 
     /// Publishes `outgoing` in order and waits until the stream has acknowledged each.
+    ///
+    /// An event the server drops as a duplicate (same `Nats-Msg-Id` within the duplicate
+    /// window) whose first copy is no longer in the stream, because it was consumed already, is
+    /// published again under a new message id (see [`Shared::consumed`]).
     pub(crate) async fn publish(&self, outgoing: Vec<Outgoing>) -> Result<(), TransportError> {
         let mut acks = Vec::with_capacity(outgoing.len());
         for Outgoing { subject, headers, body } in outgoing {
             let size = body.len();
+            let again = (headers.clone(), body.clone());
             match self.js.publish_with_headers(subject.clone(), headers, body).await {
-                Ok(ack) => acks.push((subject, ack)),
+                Ok(ack) => acks.push((subject, ack, again)),
                 Err(e) if e.kind() == PublishErrorKind::MaxPayloadExceeded => {
                     let max = self.client.server_info().max_payload;
                     return Err(NatsError::EventTooLarge { id: subject, size, max }.into());
@@ -235,10 +240,51 @@ impl Shared {
                 Err(e) => return Err(NatsError::Publish { subject, source: boxed(e) }.into()),
             }
         }
-        for (subject, ack) in acks {
-            ack.await.map_err(|e| NatsError::Publish { subject, source: boxed(e) })?;
+        for (subject, ack, (mut headers, body)) in acks {
+            let ack =
+                ack.await.map_err(|e| NatsError::Publish { subject: subject.clone(), source: boxed(e) })?;
+            if !ack.duplicate || ack.stream != self.config.stream || !self.consumed(ack.sequence).await? {
+                continue;
+            }
+            let first = headers.get(async_nats::header::NATS_MESSAGE_ID).map(|v| v.as_str().to_owned());
+            let msg_id = format!("{}~again-{:016x}", first.unwrap_or_default(), fastrand::u64(..));
+            headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id.as_str());
+            tracing::debug!(subject, msg_id, "a duplicate of a consumed event: published again");
+            let publish = |e: &dyn std::fmt::Display| NatsError::Publish {
+                subject: subject.clone(),
+                source: e.to_string().into(),
+            };
+            let ack = self
+                .js
+                .publish_with_headers(subject.clone(), headers, body)
+                .await
+                .map_err(|e| publish(&e))?;
+            ack.await.map_err(|e| publish(&e))?;
         }
         Ok(())
+    }
+
+    /// Whether the event stream's message `sequence` was consumed (is no longer stored).
+    ///
+    /// The duplicate window would otherwise swallow an event that must be delivered again: a
+    /// durable node puts the products of an event back in its outbox when that event is
+    /// delivered again after a crash (its workflow's journal answers with the same events, same
+    /// ids), and an event in the outbox leaves it only when it is consumed. Were the republished
+    /// copy dropped as a duplicate of the one consumed before, it would stay in the outbox for
+    /// good. A first copy still in the stream is delivered, which takes the event out of the
+    /// outbox, so the copy is not needed (the narrow case left: its handler moved it out of the
+    /// outbox just before the node put it back, and acknowledges it just after this check).
+    async fn consumed(&self, sequence: u64) -> Result<bool, TransportError> {
+        let request = |e: &dyn std::fmt::Display| NatsError::Request {
+            what: "the first copy of a duplicate event",
+            source: e.to_string().into(),
+        };
+        let stream = self.js.get_stream_no_info(&self.config.stream).await.map_err(|e| request(&e))?;
+        match stream.get_raw_message(sequence).await {
+            Ok(_) => Ok(false),
+            Err(e) if e.kind() == stream::RawMessageErrorKind::NoMessageFound => Ok(true),
+            Err(e) => Err(request(&e).into()),
+        }
     }
 
     /// How many events wait undelivered: the stream's messages less those its consumers hold
