@@ -331,50 +331,61 @@ async fn every_workflow_completes_exactly_once_across_worker_kills() {
     let store = open(&db, "client");
     let transport = NatsTransport::connect(deployment(&url, &stream)).await.expect("connect");
     let seen = Seen::default();
-    let client = Node::builder(Arc::clone(&store))
-        .transport(transport.clone())
-        .durable()
-        .service(Client::new(&seen))
-        .without_timers()
-        .build()
-        .await
-        .expect("the client's node");
+    let client = Arc::new(
+        Node::builder(Arc::clone(&store))
+            .transport(transport.clone())
+            .durable()
+            .service(Client::new(&seen))
+            .without_timers()
+            .build()
+            .await
+            .expect("the client's node"),
+    );
     let started = Instant::now();
     let inits: Vec<Event> = (0..n).map(|i| init("kill", i)).collect();
-    for init in &inits {
-        client.start(init.clone()).await.expect("started");
-    }
+    // The workflows start one after the other (over ~4 s) while the workers are killed.
+    let starter = {
+        let (client, inits) = (Arc::clone(&client), inits.clone());
+        tokio::spawn(async move {
+            for init in inits {
+                client.start(init).await.expect("started");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
 
-    let mut killed = 0;
+    let mut killed_mid_run = 0;
     let mut runs = Vec::new();
     for _ in 0..kills {
         let before = completed(&seen);
         let mut worker = Worker::spawn(&url, &db, &stream);
         tokio::task::block_in_place(|| worker.expect_line("READY", Duration::from_secs(30)));
-        // Killed soon after it starts, or once some of the remaining workflows completed.
-        let early = rng.below(3) == 0;
-        let wait = Duration::from_millis(50 + rng.below(400));
-        let target = before + 1 + rng.below(((n - before) / 6).max(1) as u64) as usize;
+        // Killed at a random moment of its run (unless every workflow completed already).
+        let wait = Duration::from_millis(100 + rng.below(700));
         let run = Instant::now();
-        while !(if early { run.elapsed() >= wait } else { completed(&seen) >= target })
-            && run.elapsed() < Duration::from_secs(20)
-        {
+        while run.elapsed() < wait && completed(&seen) < n {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
+        let at = completed(&seen);
         tokio::task::block_in_place(|| worker.kill());
-        killed += 1;
-        runs.push(format!("completed {before} -> {}", completed(&seen)));
+        killed_mid_run += usize::from(at < n);
+        runs.push(format!("completed {before} -> {at}, killed after {:?}", run.elapsed()));
     }
+    tokio::time::timeout(Duration::from_secs(30), starter)
+        .await
+        .expect("every workflow started within 30 s")
+        .expect("the starts");
     // A last run, not killed, until every workflow completed.
     let mut worker = Worker::spawn(&url, &db, &stream);
     tokio::task::block_in_place(|| worker.expect_line("READY", Duration::from_secs(30)));
     wait_for(&seen, n, Duration::from_secs(40)).await;
     let delivered = tokio::task::block_in_place(|| worker.finish());
-    println!("{killed} kills ({:?}); runs:\n  {}", started.elapsed(), runs.join("\n  "));
+    println!("{killed_mid_run} kills mid-run ({:?}); runs:\n  {}", started.elapsed(), runs.join("\n  "));
     println!("the last worker delivered {delivered}");
     tokio::time::timeout(Duration::from_secs(30), client.shutdown()).await.expect("the client shuts down");
     assert!(client.take_dead_letters().is_empty(), "nothing dead-lettered");
     check_faults(&store, &transport, &seen, &inits).await;
+    assert!(killed_mid_run >= 2, "the workers were killed mid-run (seed {seed}): {killed_mid_run} times");
     delete(&transport).await;
 }
 
