@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, PullConsumer, pull};
-use async_nats::jetstream::context::PublishErrorKind;
+use async_nats::jetstream::context::{PublishError, PublishErrorKind};
 use async_nats::jetstream::publish::PublishAck;
 use async_nats::jetstream::stream::{self, DiscardPolicy, RetentionPolicy, StorageType};
 use async_nats::jetstream::{self, AckKind};
@@ -242,12 +242,12 @@ impl Shared {
                     let max = self.client.server_info().max_payload;
                     return Err(NatsError::EventTooLarge { id: subject, size, max }.into());
                 }
-                sent => acks.push((sent.map_err(boxed), Outgoing { subject, headers, body })),
+                sent => acks.push((sent, Outgoing { subject, headers, body })),
             }
         }
         for (sent, outgoing) in acks {
             let first = match sent {
-                Ok(ack) => ack.await.map_err(boxed),
+                Ok(ack) => ack.await,
                 Err(e) => Err(e),
             };
             let ack = match first {
@@ -270,25 +270,34 @@ impl Shared {
     }
 
     /// One publish of `outgoing`, acknowledged.
-    async fn publish_one(&self, outgoing: &Outgoing) -> Result<PublishAck, crate::error::Source> {
+    async fn publish_one(&self, outgoing: &Outgoing) -> Result<PublishAck, PublishError> {
         let Outgoing { subject, headers, body } = outgoing;
-        let ack = self.js.publish_with_headers(subject.clone(), headers.clone(), body.clone()).await?;
-        Ok(ack.await?)
+        self.js.publish_with_headers(subject.clone(), headers.clone(), body.clone()).await?.await
     }
 
     /// Publishes `outgoing` again after its first try failed with `error`, with backoff, until
-    /// it is acknowledged or [`NatsConfig::outage`] has passed.
+    /// it is acknowledged or [`NatsConfig::outage`] has passed. Only the failures of an outage
+    /// are tried again: no answer in time (or the connection lost while waiting for it), no
+    /// JetStream answering for the stream (it is starting up), too many acknowledgements
+    /// awaited; any other fails at once.
     async fn publish_again(
         &self,
         outgoing: &Outgoing,
-        mut error: crate::error::Source,
+        mut error: PublishError,
     ) -> Result<PublishAck, TransportError> {
         let started = Instant::now();
         let mut failures = 0;
         loop {
-            if started.elapsed() >= self.config.outage {
+            let outage = matches!(
+                error.kind(),
+                PublishErrorKind::TimedOut
+                    | PublishErrorKind::BrokenPipe
+                    | PublishErrorKind::StreamNotFound
+                    | PublishErrorKind::MaxAckPending
+            );
+            if !outage || started.elapsed() >= self.config.outage {
                 let subject = outgoing.subject.clone();
-                return Err(NatsError::Publish { subject, source: error }.into());
+                return Err(NatsError::Publish { subject, source: boxed(error) }.into());
             }
             tracing::warn!(subject = outgoing.subject, %error, "publishing failed; trying again");
             tokio::time::sleep(backoff(failures)).await;
