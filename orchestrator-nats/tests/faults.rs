@@ -3,7 +3,10 @@
 //! * a restart of the NATS server mid-run (a throwaway `nats-server` this test starts, stopped
 //!   with SIGTERM and started again on the same port and store directory after 1 s),
 //! * a worker process killed with SIGKILL while it holds deliveries, several times,
-//! * the same init events published several times (in one call and in separate calls).
+//! * the same init events published several times (in one call and in separate calls);
+//!
+//! and a copy of an event published after the first was consumed is delivered again (a durable
+//! node's outbox relies on it).
 //!
 //! The kill test's worker is this binary again, running `fault_child` with
 //! `ORCHESTRATOR_NATS_FAULT_DB` and `ORCHESTRATOR_NATS_FAULT_STREAM` set: it prints `READY`, serves
@@ -430,5 +433,34 @@ async fn an_init_published_several_times_starts_one_workflow() {
     check_faults(&store, &transport, &seen, &inits).await;
     let handled = common::workload::lock(&seen).values().map(|(_, _, deliveries)| deliveries).sum::<usize>();
     assert_eq!(handled, 2 * n, "each completion was handled once");
+    delete(&transport).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_published_after_the_first_was_consumed_is_delivered_again() {
+    use orchestrator::transport::{Delivery, Subscription, Topics};
+    let Some(url) = nats_url() else { return };
+    let transport = NatsTransport::connect(common::config(&url)).await.expect("connect");
+    let event = init("again", 0);
+    let topic = event.to().expect("an init has a topic").to_owned();
+    let mut subscription = transport.subscribe(Topics::Only(vec![topic])).await.expect("subscribe");
+    transport.publish(vec![event.clone(), event.clone()]).await.expect("published");
+    assert_eq!(transport.waiting().await.expect("waiting"), 1, "copies of a waiting event are dropped");
+    let first = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+        .await
+        .expect("a delivery in time")
+        .expect("a delivery");
+    assert_eq!(first.event().id(), event.id());
+    first.ack(Vec::new()).await.expect("acked");
+    // Consumed: a copy now (a durable node putting it back in its outbox) is delivered again.
+    transport.publish(vec![event.clone()]).await.expect("published again");
+    let again = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+        .await
+        .expect("a delivery in time")
+        .expect("a delivery");
+    assert_eq!(again.event().id(), event.id());
+    again.ack(Vec::new()).await.expect("acked");
+    assert_eq!(transport.waiting().await.expect("waiting"), 0, "nothing left in the stream");
+    drop(subscription);
     delete(&transport).await;
 }
