@@ -50,16 +50,21 @@ pub struct NatsConfig {
     /// the loss of a server (see the crate documentation on durability).
     pub replicas: usize,
     /// The server's duplicate window for the stream (default 2 min): an event published again
-    /// with the same source and id within it is stored once (a node's outbox republishing at
-    /// start, products of an ack tried again). It is dropped even when the first copy was
-    /// consumed already: an event meant to run again (a dead letter put back by hand) needs a
-    /// new id, or to wait out the window.
+    /// with the same source and id within it is stored once while the first copy waits in the
+    /// stream (a node's outbox republishing at start, products of an ack tried again). A copy
+    /// published after the first was consumed is stored again (see the crate documentation on
+    /// messages).
     pub duplicate_window: Duration,
     /// The most dead letters kept (default 100,000; the oldest are removed first).
     pub dead_letter_limit: i64,
     /// How long a request to the JetStream API (stream and consumer management, publish
     /// acknowledgements) may take (default 10 s).
     pub request_timeout: Duration,
+    /// How long a publish (from outside, or the products of an ack) keeps trying through a
+    /// lost connection or a server that does not answer, a restart say, before it fails with a
+    /// transient error (default 60 s): the client reconnects by itself, and each try is sent
+    /// again with the same message id, so the stream stores the event once.
+    pub outage: Duration,
 }
 
 impl NatsConfig {
@@ -81,6 +86,7 @@ impl NatsConfig {
             duplicate_window: Duration::from_secs(120),
             dead_letter_limit: 100_000,
             request_timeout: Duration::from_secs(10),
+            outage: Duration::from_secs(60),
         }
     }
 

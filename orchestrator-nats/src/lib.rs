@@ -53,9 +53,18 @@
 //! Events follow the CloudEvents NATS protocol binding in structured mode: the body is the
 //! event's JSON, with the header `Content-Type: application/cloudevents+json`. Each carries a
 //! `Nats-Msg-Id` made of its source and id (see [`subject::message_id`]): the server stores an
-//! event published again within its duplicate window ([`NatsConfig::duplicate_window`]) once. A
-//! republished event older than the window is stored again; the store's fencing and
-//! idempotency still guard every step, so a duplicate delivery changes nothing.
+//! event published again within its duplicate window ([`NatsConfig::duplicate_window`]) once
+//! while its first copy waits in the stream. A copy published after the first was consumed is
+//! stored again, under a new message id: a durable node puts an event back in its outbox when
+//! the event that produced it is delivered again (after a crash), and an event leaves the
+//! outbox only when it is consumed, so every publish must lead to a delivery. A republished
+//! event older than the window is stored again too; the store's fencing and idempotency guard
+//! every step, so a duplicate delivery changes nothing.
+//!
+//! A publish that fails on a lost connection or a server that does not answer (a restart) is
+//! tried again with backoff, under the same message id, for up to [`NatsConfig::outage`]; the
+//! client reconnects by itself, and pull requests lost with the server expire and are made
+//! again.
 //!
 //! A received message that is not a valid event of its topic (malformed bytes, not an Arvo
 //! event, a `to` of another topic) is never delivered to a handler: it becomes a dead letter with

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use async_nats::HeaderMap;
 use async_nats::jetstream::consumer::{AckPolicy, DeliverPolicy, PullConsumer, pull};
-use async_nats::jetstream::context::PublishErrorKind;
+use async_nats::jetstream::context::{PublishError, PublishErrorKind};
+use async_nats::jetstream::publish::PublishAck;
 use async_nats::jetstream::stream::{self, DiscardPolicy, RetentionPolicy, StorageType};
 use async_nats::jetstream::{self, AckKind};
 use bytes::Bytes;
@@ -222,23 +223,113 @@ impl Shared {
     }
 
     /// Publishes `outgoing` in order and waits until the stream has acknowledged each.
+    ///
+    /// An event whose publish or acknowledgement fails (a lost connection, a server restarting
+    /// or not answering) is published again with backoff, with the same message id, until
+    /// [`NatsConfig::outage`] has passed since the first failure; then the error is returned
+    /// (transient). Only an event larger than the server takes fails at once.
+    ///
+    /// An event the server drops as a duplicate (same `Nats-Msg-Id` within the duplicate
+    /// window) whose first copy is no longer in the stream, because it was consumed already, is
+    /// published again under a new message id (see [`Shared::consumed`]).
     pub(crate) async fn publish(&self, outgoing: Vec<Outgoing>) -> Result<(), TransportError> {
         let mut acks = Vec::with_capacity(outgoing.len());
         for Outgoing { subject, headers, body } in outgoing {
             let size = body.len();
-            match self.js.publish_with_headers(subject.clone(), headers, body).await {
-                Ok(ack) => acks.push((subject, ack)),
+            let sent = self.js.publish_with_headers(subject.clone(), headers.clone(), body.clone()).await;
+            match sent {
                 Err(e) if e.kind() == PublishErrorKind::MaxPayloadExceeded => {
                     let max = self.client.server_info().max_payload;
                     return Err(NatsError::EventTooLarge { id: subject, size, max }.into());
                 }
-                Err(e) => return Err(NatsError::Publish { subject, source: boxed(e) }.into()),
+                sent => acks.push((sent, Outgoing { subject, headers, body })),
             }
         }
-        for (subject, ack) in acks {
-            ack.await.map_err(|e| NatsError::Publish { subject, source: boxed(e) })?;
+        for (sent, outgoing) in acks {
+            let first = match sent {
+                Ok(ack) => ack.await,
+                Err(e) => Err(e),
+            };
+            let ack = match first {
+                Ok(ack) => ack,
+                Err(e) => self.publish_again(&outgoing, e).await?,
+            };
+            if ack.duplicate && ack.stream == self.config.stream && self.consumed(ack.sequence).await? {
+                let Outgoing { subject, mut headers, body } = outgoing;
+                let first = headers.get(async_nats::header::NATS_MESSAGE_ID).map(|v| v.as_str().to_owned());
+                let msg_id = format!("{}~again-{:016x}", first.unwrap_or_default(), fastrand::u64(..));
+                headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id.as_str());
+                tracing::debug!(subject, msg_id, "a duplicate of a consumed event: published again");
+                let again = Outgoing { subject, headers, body };
+                if let Err(e) = self.publish_one(&again).await {
+                    self.publish_again(&again, e).await?;
+                }
+            }
         }
         Ok(())
+    }
+
+    /// One publish of `outgoing`, acknowledged.
+    async fn publish_one(&self, outgoing: &Outgoing) -> Result<PublishAck, PublishError> {
+        let Outgoing { subject, headers, body } = outgoing;
+        self.js.publish_with_headers(subject.clone(), headers.clone(), body.clone()).await?.await
+    }
+
+    /// Publishes `outgoing` again after its first try failed with `error`, with backoff, until
+    /// it is acknowledged or [`NatsConfig::outage`] has passed. Only the failures of an outage
+    /// are tried again: no answer in time (or the connection lost while waiting for it), no
+    /// JetStream answering for the stream (it is starting up), too many acknowledgements
+    /// awaited; any other fails at once.
+    async fn publish_again(
+        &self,
+        outgoing: &Outgoing,
+        mut error: PublishError,
+    ) -> Result<PublishAck, TransportError> {
+        let started = Instant::now();
+        let mut failures = 0;
+        loop {
+            let outage = matches!(
+                error.kind(),
+                PublishErrorKind::TimedOut
+                    | PublishErrorKind::BrokenPipe
+                    | PublishErrorKind::StreamNotFound
+                    | PublishErrorKind::MaxAckPending
+            );
+            if !outage || started.elapsed() >= self.config.outage {
+                let subject = outgoing.subject.clone();
+                return Err(NatsError::Publish { subject, source: boxed(error) }.into());
+            }
+            tracing::warn!(subject = outgoing.subject, %error, "publishing failed; trying again");
+            tokio::time::sleep(backoff(failures)).await;
+            failures += 1;
+            match self.publish_one(outgoing).await {
+                Ok(ack) => return Ok(ack),
+                Err(e) => error = e,
+            }
+        }
+    }
+
+    /// Whether the event stream's message `sequence` was consumed (is no longer stored).
+    ///
+    /// The duplicate window would otherwise swallow an event that must be delivered again: a
+    /// durable node puts the products of an event back in its outbox when that event is
+    /// delivered again after a crash (its workflow's journal answers with the same events, same
+    /// ids), and an event in the outbox leaves it only when it is consumed. Were the republished
+    /// copy dropped as a duplicate of the one consumed before, it would stay in the outbox for
+    /// good. A first copy still in the stream is delivered, which takes the event out of the
+    /// outbox, so the copy is not needed (the narrow case left: its handler moved it out of the
+    /// outbox just before the node put it back, and acknowledges it just after this check).
+    async fn consumed(&self, sequence: u64) -> Result<bool, TransportError> {
+        let request = |e: &dyn std::fmt::Display| NatsError::Request {
+            what: "the first copy of a duplicate event",
+            source: e.to_string().into(),
+        };
+        let stream = self.js.get_stream_no_info(&self.config.stream).await.map_err(|e| request(&e))?;
+        match stream.get_raw_message(sequence).await {
+            Ok(_) => Ok(false),
+            Err(e) if e.kind() == stream::RawMessageErrorKind::NoMessageFound => Ok(true),
+            Err(e) => Err(request(&e).into()),
+        }
     }
 
     /// How many events wait undelivered: the stream's messages less those its consumers hold
@@ -267,8 +358,19 @@ impl Shared {
         let capacity = self.config.capacity;
         let started = Instant::now();
         let mut pause = Duration::from_millis(5);
+        let mut failures = 0;
         loop {
-            let waiting = usize::try_from(self.waiting().await?).unwrap_or(usize::MAX);
+            let waiting = match self.waiting().await {
+                Ok(waiting) => usize::try_from(waiting).unwrap_or(usize::MAX),
+                // A lost connection or a server restarting: asked again, up to `outage`.
+                Err(e) if started.elapsed() < self.config.outage && !self.is_closed() => {
+                    tracing::warn!(error = %e, "the stream's depth is unknown; asking again");
+                    tokio::time::sleep(backoff(failures)).await;
+                    failures += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if waiting == 0 || waiting.saturating_add(batch) <= capacity {
                 return Ok(());
             }
