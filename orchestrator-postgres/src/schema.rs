@@ -311,7 +311,8 @@ const MIGRATIONS: &[&str] = &[
     "DROP FUNCTION {s}.claim(TEXT[], BIGINT, TEXT, BIGINT);
      CREATE FUNCTION {s}.claim(p_topics TEXT[], p_limit BIGINT, p_owner TEXT, p_ms BIGINT)
      RETURNS TABLE (seq BIGINT, token BIGINT, attempt INTEGER, topic TEXT, subject TEXT,
-                    event_id TEXT, event TEXT, w_record TEXT, w_version BIGINT, j_produced TEXT)
+                    event_id TEXT, event TEXT, w_record TEXT, w_version BIGINT, j_source TEXT,
+                    j_produced TEXT)
      LANGUAGE plpgsql SET enable_bitmapscan = off SET enable_sort = off AS $fn$
      #variable_conflict use_column
      BEGIN
@@ -329,15 +330,16 @@ const MIGRATIONS: &[&str] = &[
                  claimed_by = p_owner, claimed_until = now() + p_ms * interval '1 millisecond'
              FROM picked WHERE q.seq = picked.seq
              RETURNING q.seq, q.token, q.attempt, q.topic, q.subject, q.event_id, q.event)
+         -- The journal's entry for the event's id (its source is compared by the caller: the
+         -- event's text is not parsed here, a row that is not JSON must not fail the claim).
          SELECT c.seq, c.token, c.attempt, c.topic, c.subject, c.event_id, c.event,
-                w.record::text, w.version,
-                CASE WHEN w.id IS NOT NULL THEN
-                    (SELECT j.produced FROM {s}.journal j
-                     WHERE j.wf = c.subject AND j.consumed_id = c.event_id
-                       AND j.consumed_source = (c.event::jsonb ->> 'source')
-                     ORDER BY j.version LIMIT 1)
-                END
-         FROM claimed c LEFT JOIN {s}.workflows w ON w.id = c.subject AND w.source = c.topic;
+                w.record::text, w.version, j.consumed_source, j.produced
+         FROM claimed c
+         LEFT JOIN {s}.workflows w ON w.id = c.subject AND w.source = c.topic
+         LEFT JOIN LATERAL (
+             SELECT e.consumed_source, e.produced FROM {s}.journal e
+             WHERE w.id IS NOT NULL AND e.wf = c.subject AND e.consumed_id = c.event_id
+             ORDER BY e.version LIMIT 1) j ON true;
      END $fn$;
      -- A journal row (a record, the event consumed and those produced) is a little over the 2 kB
      -- past which PostgreSQL tries to compress a row at every insert: keep rows of up to a page

@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use orchestrator::event::Event;
-use orchestrator::memory::Retention;
+use orchestrator::memory::{MemoryExt, Retention, WriteMeta};
 use orchestrator::transport::{Delivery, Subscription, Topics, Transport, TransportError};
 use orchestrator_postgres::{PgQueue, PgStore, QueueConfig};
 
@@ -105,6 +105,20 @@ async fn hostile_events_round_trip_or_are_refused() {
     assert_eq!(queue.depth(10).await.expect("depth"), 0, "nothing queued, the event not redelivered");
 
     // A row written by another program that is not an event: dead-lettered, never delivered.
+    // On the lane of a workflow that exists and is written by the topic's handler (an
+    // orchestrator's lane): the claim reads that workflow for the step, and must not choke on
+    // the junk while doing so.
+    store.write("s", &"state".to_owned(), None, None, &WriteMeta::new("s", TOPIC)).await.expect("a workflow");
+    // ... whose journal has an entry for the junk's id.
+    run_sql(
+        &url,
+        &format!(
+            "INSERT INTO \"{schema}\".journal (wf, version, at_ms, consumed_source, consumed_id, consumed, produced, record) \
+             VALUES ('s', 1, 0, 'elsewhere', 'junk', '{{}}', '[]', '\"state\"')"
+        ),
+    )
+    .await
+    .expect("a journal entry");
     run_sql(
         &url,
         &format!(

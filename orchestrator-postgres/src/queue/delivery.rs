@@ -52,9 +52,18 @@ impl PgDelivery {
         }
         match serde_json::from_str::<Event>(&row.event) {
             Ok(event) => Some({
-                if let Some((record, version, produced)) = row.looked {
-                    let looked = Looked { source: event.source().to_owned(), record, version, produced };
-                    shared.wake.looked(&row.subject, event.id(), looked);
+                if let Some((record, version, entry)) = row.looked {
+                    let produced = match entry {
+                        None => Some(None),
+                        // The journal's entry is this event's (same source as well as id).
+                        Some((Some(source), produced)) if source == event.source() => Some(Some(produced)),
+                        // Another event with this id: the step reads the journal itself.
+                        Some(_) => None,
+                    };
+                    if let Some(produced) = produced {
+                        let looked = Looked { source: event.source().to_owned(), record, version, produced };
+                        shared.wake.looked(&row.subject, event.id(), looked);
+                    }
                 }
                 Self {
                     shared: Arc::clone(shared),

@@ -71,8 +71,9 @@ pub(super) struct Claimed {
     pub(super) event_id: String,
     pub(super) event: String,
     /// For a row of an orchestrator's lane whose workflow exists: its record and version, and
-    /// the journal's answer to the event (see `Signals::looked`).
-    pub(super) looked: Option<(String, i64, Option<String>)>,
+    /// the journal's first entry for the event's id, as its consumed source and its products
+    /// (see `Signals::looked`).
+    pub(super) looked: Option<(String, i64, Option<(Option<String>, String)>)>,
 }
 
 /// The state shared by a queue, its subscriptions and its deliveries.
@@ -225,7 +226,10 @@ impl Shared {
                 event_id: row.get(5),
                 event: row.get(6),
                 looked: match (row.get::<_, Option<String>>(7), row.get::<_, Option<i64>>(8)) {
-                    (Some(record), Some(version)) => Some((record, version, row.get(9))),
+                    (Some(record), Some(version)) => {
+                        let entry = row.get::<_, Option<String>>(10).map(|produced| (row.get(9), produced));
+                        Some((record, version, entry))
+                    }
                     _ => None,
                 },
             })
