@@ -6,7 +6,7 @@ use std::time::Duration;
 use orchestrator::event::Event;
 use orchestrator::transport::{Delivery, TransportError};
 
-use super::shared::{Claimed, Lane, Shared, columns, ms_i64, transport_error};
+use super::shared::{ClaimRead, Claimed, Lane, Shared, columns, ms_i64, transport_error};
 use super::signals::Looked;
 use crate::error::PgError;
 use crate::group::Param;
@@ -52,7 +52,7 @@ impl PgDelivery {
         }
         match serde_json::from_str::<Event>(&row.event) {
             Ok(event) => Some({
-                if let Some((record, version, entry)) = row.looked {
+                if let Some(ClaimRead { record, version, entry }) = row.looked {
                     let produced = match entry {
                         None => Some(None),
                         // The journal's entry is this event's (same source as well as id).

@@ -70,10 +70,19 @@ pub(super) struct Claimed {
     pub(super) subject: String,
     pub(super) event_id: String,
     pub(super) event: String,
-    /// For a row of an orchestrator's lane whose workflow exists: its record and version, and
-    /// the journal's first entry for the event's id, as its consumed source and its products
-    /// (see `Signals::looked`).
-    pub(super) looked: Option<(String, i64, Option<(Option<String>, String)>)>,
+    /// For a row of an orchestrator's lane whose workflow exists: what the claim read of it.
+    pub(super) looked: Option<ClaimRead>,
+}
+
+/// What a claim read of the workflow of a row of an orchestrator's lane (see
+/// `Signals::looked`).
+pub(super) struct ClaimRead {
+    /// The record (JSON) and its version.
+    pub(super) record: String,
+    pub(super) version: i64,
+    /// The journal's first entry for the event's id: the source of the event it consumed, and
+    /// its products.
+    pub(super) entry: Option<(Option<String>, String)>,
 }
 
 /// The state shared by a queue, its subscriptions and its deliveries.
@@ -228,7 +237,7 @@ impl Shared {
                 looked: match (row.get::<_, Option<String>>(7), row.get::<_, Option<i64>>(8)) {
                     (Some(record), Some(version)) => {
                         let entry = row.get::<_, Option<String>>(10).map(|produced| (row.get(9), produced));
-                        Some((record, version, entry))
+                        Some(ClaimRead { record, version, entry })
                     }
                     _ => None,
                 },
