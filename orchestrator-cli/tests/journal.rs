@@ -2,43 +2,23 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
 use std::sync::Arc;
 
-use orchestrator::broker::Broker;
 use orchestrator::event::Event;
 use orchestrator::factory::EventFactory;
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator_examples::orders::{OrderFlow, OrderInput, OrderV1, services};
-use orchestrator_sqlite::SqliteMemory;
 use serde_json::Value;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_orchestrator")).args(args).output().expect("the binary runs")
-}
+use common::{database_url, run};
 
 /// Runs one order to completion in a store at `db`; returns its subject.
 fn one_order(db: &Path) -> String {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    rt.block_on(async {
-        let memory = Arc::new(SqliteMemory::<WorkflowRecord>::open_path(db).unwrap());
-        let broker = Broker::builder()
-            .handler(Orchestrator::builder(Arc::clone(&memory)).machine::<OrderFlow>().build().unwrap())
-            .handler(services::inventory().unwrap())
-            .handler(services::payment().unwrap())
-            .handler(services::shipping().unwrap())
-            .build()
-            .unwrap();
-        let input =
-            OrderInput { order_id: "o-1".into(), sku: "sku-1".into(), quantity: 1, amount_cents: 100 };
-        let init =
-            EventFactory::<OrderV1>::new().init(input, Event::builder().source("com.test.cli")).unwrap();
-        let done = broker.resolve(init.clone()).await.unwrap().expect("completion");
-        assert_eq!(done.data()["status"], "shipped");
-        broker.shutdown().await;
-        init.subject().to_owned()
-    })
+    rt.block_on(common::one_order(db))
 }
 
 #[test]
@@ -102,22 +82,6 @@ fn bad_stores_and_subjects_are_clear_errors() {
     let out = run(&["history", not_sqlite.to_str().unwrap(), &subject]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open"), "{out:?}");
-}
-
-/// The URL of the PostgreSQL server (`DATABASE_URL`), or `None` after saying why; under CI a
-/// missing URL fails the test.
-fn database_url() -> Option<String> {
-    match std::env::var("DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "DATABASE_URL is not set, and CI makes the PostgreSQL tests mandatory"
-            );
-            println!("skipping: DATABASE_URL is not set");
-            None
-        }
-    }
 }
 
 #[test]

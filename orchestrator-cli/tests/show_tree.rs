@@ -5,29 +5,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::{Command, Output};
-use std::sync::Arc;
+mod common;
+
+use std::process::Output;
 use std::time::Duration;
 
-use orchestrator::broker::Broker;
-use orchestrator::event::Event;
-use orchestrator::factory::EventFactory;
 use orchestrator::memory::{Materialized, Memory, MemoryExt, WorkflowState, WriteMeta};
-use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::subject::Subject;
-use orchestrator_examples::orders::{OrderFlow, OrderInput, OrderV1, services};
 use orchestrator_sqlite::SqliteMemory;
 use serde_json::Value;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_orchestrator")).args(args).output().expect("the binary runs")
-}
-
-fn stdout(out: &Output) -> String {
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
+use common::{database_url, one_order, run, stdout};
 
 /// The exit code and stderr of a command that must fail.
 fn failure(out: &Output) -> (i32, String) {
@@ -135,23 +123,6 @@ fn check_tree(store: &str, extra: &[&str], parent: &str) {
     assert!(err.contains("no workflow with id or short id"), "{err}");
 }
 
-/// Runs one order to completion in the SQLite store at `db`; returns its subject.
-async fn one_order(db: &Path) -> String {
-    let memory = Arc::new(SqliteMemory::<WorkflowRecord>::open_path(db).unwrap());
-    let broker = Broker::builder()
-        .handler(Orchestrator::builder(Arc::clone(&memory)).machine::<OrderFlow>().build().unwrap())
-        .handler(services::inventory().unwrap())
-        .handler(services::payment().unwrap())
-        .handler(services::shipping().unwrap())
-        .build()
-        .unwrap();
-    let input = OrderInput { order_id: "o-1".into(), sku: "sku-1".into(), quantity: 1, amount_cents: 100 };
-    let init = EventFactory::<OrderV1>::new().init(input, Event::builder().source("com.test.cli")).unwrap();
-    broker.resolve(init.clone()).await.unwrap().expect("completion");
-    broker.shutdown().await;
-    init.subject().to_owned()
-}
-
 #[test]
 fn show_tree_and_short_ids_on_a_sqlite_store() {
     let dir = tempfile::tempdir().unwrap();
@@ -234,14 +205,7 @@ fn a_missing_store_is_a_clear_error_for_show_and_tree() {
 
 #[test]
 fn show_and_tree_on_a_postgres_store_by_url() {
-    let url = match std::env::var("DATABASE_URL") {
-        Ok(url) if !url.is_empty() => url,
-        _ => {
-            assert!(std::env::var_os("CI").is_none(), "DATABASE_URL is not set, and CI makes it mandatory");
-            println!("skipping: DATABASE_URL is not set");
-            return;
-        }
-    };
+    let Some(url) = database_url() else { return };
     let schema = format!(
         "cli_tree_{}_{}",
         std::process::id(),

@@ -3,29 +3,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::{Command, Output};
-use std::sync::Arc;
+mod common;
+
+use std::process::Output;
 use std::time::Duration;
 
-use orchestrator::broker::Broker;
-use orchestrator::event::Event;
-use orchestrator::factory::EventFactory;
 use orchestrator::memory::{Materialized, Memory, MemoryExt, WorkflowState, WriteMeta};
-use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::subject::Subject;
-use orchestrator_examples::orders::{OrderFlow, OrderInput, OrderV1, services};
 use orchestrator_sqlite::SqliteMemory;
 use serde_json::Value;
 
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_orchestrator")).args(args).output().expect("the binary runs")
-}
-
-fn stdout(out: &Output) -> String {
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
+use common::{database_url, one_order, run, stdout};
 
 fn json_lines(out: &Output) -> Vec<Value> {
     stdout(out).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
@@ -63,23 +51,6 @@ async fn write_three<M: Memory<String>>(store: &M) -> Vec<Subject> {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     subjects.to_vec()
-}
-
-/// Runs one order to completion in the SQLite store at `db`; returns its subject.
-async fn one_order(db: &Path) -> String {
-    let memory = Arc::new(SqliteMemory::<WorkflowRecord>::open_path(db).unwrap());
-    let broker = Broker::builder()
-        .handler(Orchestrator::builder(Arc::clone(&memory)).machine::<OrderFlow>().build().unwrap())
-        .handler(services::inventory().unwrap())
-        .handler(services::payment().unwrap())
-        .handler(services::shipping().unwrap())
-        .build()
-        .unwrap();
-    let input = OrderInput { order_id: "o-1".into(), sku: "sku-1".into(), quantity: 1, amount_cents: 100 };
-    let init = EventFactory::<OrderV1>::new().init(input, Event::builder().source("com.test.cli")).unwrap();
-    broker.resolve(init.clone()).await.unwrap().expect("completion");
-    broker.shutdown().await;
-    init.subject().to_owned()
 }
 
 #[test]
@@ -168,14 +139,7 @@ fn a_missing_store_or_a_bad_option_is_a_clear_error() {
 
 #[test]
 fn lists_a_postgres_store_by_url() {
-    let url = match std::env::var("DATABASE_URL") {
-        Ok(url) if !url.is_empty() => url,
-        _ => {
-            assert!(std::env::var_os("CI").is_none(), "DATABASE_URL is not set, and CI makes it mandatory");
-            println!("skipping: DATABASE_URL is not set");
-            return;
-        }
-    };
+    let Some(url) = database_url() else { return };
     let schema = format!(
         "cli_wf_{}_{}",
         std::process::id(),
