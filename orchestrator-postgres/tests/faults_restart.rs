@@ -1,5 +1,5 @@
 //! A server restart: a durable node runs a few hundred averaging workflows on a throwaway
-//! PostgreSQL cluster; once a third of their steps are committed, the server is stopped the way a
+//! PostgreSQL cluster; once half of their steps are committed, the server is stopped the way a
 //! crash stops it (`pg_ctl stop -m immediate`: no checkpoint, every connection cut) and started
 //! again on the same port a moment later. The node's connections fail transiently, its workers
 //! retry with backoff and reconnect once the server is back; at the end every workflow has
@@ -43,7 +43,10 @@ async fn workflows_complete_exactly_once_across_a_server_restart() {
 
     let started = Instant::now();
     let inits = workload::start_all(&node, &schema, WORKFLOWS).await;
-    // Midway: once a third of the steps (three per workflow) are committed.
+    // Midway: once half of the steps (three per workflow) are committed. Not a third: every
+    // workflow's first step commits before any second one (the queue is FIFO), so at a third
+    // the orchestrator steps may all be done and the services' acks too, with nothing in flight
+    // for the crash to meet. At half, second steps are being committed.
     let steps = 3 * WORKFLOWS;
     let (watcher, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("connect");
     let connection = tokio::spawn(connection);
@@ -51,10 +54,10 @@ async fn workflows_complete_exactly_once_across_a_server_restart() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let committed_at_crash = loop {
         let committed = watcher.query_one(&count, &[]).await.expect("count the journal").get::<_, i64>(0);
-        if committed >= (steps / 3) as i64 {
+        if committed >= (steps / 2) as i64 {
             break committed;
         }
-        assert!(Instant::now() < deadline, "a third of the steps were not committed within a minute");
+        assert!(Instant::now() < deadline, "half of the steps were not committed within a minute");
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
     let before = node.dispatcher().stats();
