@@ -129,15 +129,14 @@ pub async fn orchestrator(
     // The owner name frees the leases a killed previous run held, at once (one live process
     // per owner name and file).
     let store = Arc::new(SqliteConfig::new(path).owner("nats-order-orchestrator").open::<WorkflowRecord>()?);
-    // Not `.durable()`: a node's outbox expects the events it produces to be consumed by
-    // handlers over the same store, which clear them; the services and the client run over
-    // stores of their own, so every request and completion would stay in this store's outbox
-    // and be published again at each start. JetStream keeps the events in flight instead: a
-    // delivery is acknowledged only once the events its step produced are stored in the
-    // stream, and a step's event delivered again gets the events it produced the first time
-    // from the journal. The workflows, their journal and their timers are in the SQLite file.
+    // Durable: what a step commits goes to the outbox in the same SQLite transaction, and leaves
+    // it once JetStream stored it, so a crash between the commit and the publish loses nothing
+    // (the next start publishes it). The workflows, their journal and their timers are in the
+    // SQLite file; a step's event delivered again gets the events it produced the first time
+    // from the journal.
     let mut builder = Node::builder(Arc::clone(&store))
         .transport(transport)
+        .durable()
         .orchestrator(Orchestrator::builder(Arc::clone(&store)).machine::<OrderFlow>());
     let remote = service_topics()?;
     for topic in &remote {

@@ -50,10 +50,9 @@ pub struct NatsConfig {
     /// the loss of a server (see the crate documentation on durability).
     pub replicas: usize,
     /// The server's duplicate window for the stream (default 2 min): an event published again
-    /// with the same source and id within it is stored once while the first copy waits in the
-    /// stream (a node's outbox republishing at start, products of an ack tried again). A copy
-    /// published after the first was consumed is stored again (see the crate documentation on
-    /// messages).
+    /// with the same source and id within it is stored once (a node's outbox republishing at
+    /// start, products of an ack tried again), whether the first copy still waits or was
+    /// consumed already (see the crate documentation on messages).
     pub duplicate_window: Duration,
     /// The most dead letters kept (default 100,000; the oldest are removed first).
     pub dead_letter_limit: i64,

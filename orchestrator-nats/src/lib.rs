@@ -53,13 +53,17 @@
 //! Events follow the CloudEvents NATS protocol binding in structured mode: the body is the
 //! event's JSON, with the header `Content-Type: application/cloudevents+json`. Each carries a
 //! `Nats-Msg-Id` made of its source and id (see [`subject::message_id`]): the server stores an
-//! event published again within its duplicate window ([`NatsConfig::duplicate_window`]) once
-//! while its first copy waits in the stream. A copy published after the first was consumed is
-//! stored again, under a new message id: a durable node puts an event back in its outbox when
-//! the event that produced it is delivered again (after a crash), and an event leaves the
-//! outbox only when it is consumed, so every publish must lead to a delivery. A republished
-//! event older than the window is stored again too; the store's fencing and idempotency guard
-//! every step, so a duplicate delivery changes nothing.
+//! event published again within its duplicate window ([`NatsConfig::duplicate_window`]) once,
+//! whether its first copy still waits in the stream or was consumed already. An event published
+//! again after the window is stored again; the store's fencing and idempotency guard every
+//! step, so a duplicate delivery changes nothing.
+//!
+//! A durable node ([`NodeBuilder::durable`](orchestrator::runtime::NodeBuilder::durable)) on
+//! this transport lets an event leave its store's outbox as soon as the stream has stored it
+//! ([`Transport::stores_published`]): its outbox holds only what a step committed and the stream
+//! has not acknowledged yet, which the node publishes again when it next starts. So the
+//! processes of a deployment can each keep their own store: an orchestrator's requests consumed
+//! by a service in another process leave nothing behind.
 //!
 //! A publish that fails on a lost connection or a server that does not answer (a restart) is
 //! tried again with backoff, under the same message id, for up to [`NatsConfig::outage`]; the
@@ -263,5 +267,12 @@ impl Transport for NatsTransport {
 
     fn close(&self) {
         self.shared.close();
+    }
+
+    /// True: a publish returns once the stream stored the events (see the crate documentation
+    /// on durability for what the server must be configured with so that this survives a power
+    /// loss).
+    fn stores_published(&self) -> bool {
+        true
     }
 }

@@ -230,8 +230,8 @@ impl Shared {
     /// (transient). Only an event larger than the server takes fails at once.
     ///
     /// An event the server drops as a duplicate (same `Nats-Msg-Id` within the duplicate
-    /// window) whose first copy is no longer in the stream, because it was consumed already, is
-    /// published again under a new message id (see [`Shared::consumed`]).
+    /// window) was stored before: it is waiting, or it was consumed already (a node publishing
+    /// again what a crash left in its outbox), and either way it is not stored twice.
     pub(crate) async fn publish(&self, outgoing: Vec<Outgoing>) -> Result<(), TransportError> {
         let mut acks = Vec::with_capacity(outgoing.len());
         for Outgoing { subject, headers, body } in outgoing {
@@ -250,20 +250,8 @@ impl Shared {
                 Ok(ack) => ack.await,
                 Err(e) => Err(e),
             };
-            let ack = match first {
-                Ok(ack) => ack,
-                Err(e) => self.publish_again(&outgoing, e).await?,
-            };
-            if ack.duplicate && ack.stream == self.config.stream && self.consumed(ack.sequence).await? {
-                let Outgoing { subject, mut headers, body } = outgoing;
-                let first = headers.get(async_nats::header::NATS_MESSAGE_ID).map(|v| v.as_str().to_owned());
-                let msg_id = format!("{}~again-{:016x}", first.unwrap_or_default(), fastrand::u64(..));
-                headers.insert(async_nats::header::NATS_MESSAGE_ID, msg_id.as_str());
-                tracing::debug!(subject, msg_id, "a duplicate of a consumed event: published again");
-                let again = Outgoing { subject, headers, body };
-                if let Err(e) = self.publish_one(&again).await {
-                    self.publish_again(&again, e).await?;
-                }
+            if let Err(e) = first {
+                self.publish_again(&outgoing, e).await?;
             }
         }
         Ok(())
@@ -306,29 +294,6 @@ impl Shared {
                 Ok(ack) => return Ok(ack),
                 Err(e) => error = e,
             }
-        }
-    }
-
-    /// Whether the event stream's message `sequence` was consumed (is no longer stored).
-    ///
-    /// The duplicate window would otherwise swallow an event that must be delivered again: a
-    /// durable node puts the products of an event back in its outbox when that event is
-    /// delivered again after a crash (its workflow's journal answers with the same events, same
-    /// ids), and an event in the outbox leaves it only when it is consumed. Were the republished
-    /// copy dropped as a duplicate of the one consumed before, it would stay in the outbox for
-    /// good. A first copy still in the stream is delivered, which takes the event out of the
-    /// outbox, so the copy is not needed (the narrow case left: its handler moved it out of the
-    /// outbox just before the node put it back, and acknowledges it just after this check).
-    async fn consumed(&self, sequence: u64) -> Result<bool, TransportError> {
-        let request = |e: &dyn std::fmt::Display| NatsError::Request {
-            what: "the first copy of a duplicate event",
-            source: e.to_string().into(),
-        };
-        let stream = self.js.get_stream_no_info(&self.config.stream).await.map_err(|e| request(&e))?;
-        match stream.get_raw_message(sequence).await {
-            Ok(_) => Ok(false),
-            Err(e) if e.kind() == stream::RawMessageErrorKind::NoMessageFound => Ok(true),
-            Err(e) => Err(request(&e).into()),
         }
     }
 

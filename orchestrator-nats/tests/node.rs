@@ -87,3 +87,63 @@ async fn two_nodes_over_one_stream_share_the_work() {
     check(&store_a, &transport_a, &seen, &inits).await;
     delete(&transport_a).await;
 }
+
+/// The orchestrator and the services in separate durable nodes, each over its own database:
+/// an event leaves a node's outbox once the stream stored it, so the requests the orchestrator
+/// sends to the other node, and the answers that come back, stay in neither outbox (before
+/// the transport said it stores what it accepts, both outboxes kept them for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_over_separate_stores_leave_nothing_in_their_outboxes() {
+    use orchestrator::handler::EventHandler;
+    use orchestrator::orchestration::Orchestrator;
+    use orchestrator::outbox::Outbox;
+    use orchestrator::runtime::Node;
+    use orchestrator_examples::calculator::flows::AverageFlow;
+    use orchestrator_examples::calculator::services;
+
+    let Some(url) = nats_url() else { return };
+    let n = 100;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let deployment: NatsConfig = config(&url);
+    let flows = open(&dir.path().join("flows.db"), "flows");
+    let workers = open(&dir.path().join("services.db"), "services");
+    let transport_a = NatsTransport::connect(deployment.clone()).await.expect("connect");
+    let transport_b = NatsTransport::connect(deployment).await.expect("connect");
+    let (add, divide) = (services::add().expect("add"), services::divide().expect("divide"));
+    let seen = Seen::default();
+    let orchestrating = Node::builder(Arc::clone(&flows))
+        .transport(transport_a.clone())
+        .durable()
+        .orchestrator(Orchestrator::builder(Arc::clone(&flows)).machine::<AverageFlow>())
+        .service(Client::new(&seen))
+        .remote(add.source())
+        .remote(divide.source())
+        .without_timers()
+        .build()
+        .await
+        .expect("the orchestrating node");
+    let serving = Node::builder(Arc::clone(&workers))
+        .transport(transport_b.clone())
+        .durable()
+        .service(add)
+        .service(divide)
+        .without_timers()
+        .build()
+        .await
+        .expect("the serving node");
+    let inits: Vec<Event> = (0..n).map(|i| init("apart", i)).collect();
+    for init in &inits {
+        orchestrating.start(init.clone()).await.expect("started");
+    }
+    wait_for(&seen, n, Duration::from_secs(120)).await;
+    for node_stats in [orchestrating.dispatcher().stats(), serving.dispatcher().stats()] {
+        assert!(node_stats.delivered > 0, "both nodes handled events");
+    }
+    tokio::time::timeout(Duration::from_secs(30), orchestrating.shutdown()).await.expect("shut down");
+    tokio::time::timeout(Duration::from_secs(30), serving.shutdown()).await.expect("shut down");
+    // Every workflow once, nothing in the orchestrating node's outbox or the stream.
+    check(&flows, &transport_a, &seen, &inits).await;
+    let left = workers.pending(0, 10).await.expect("the serving node's outbox");
+    assert!(left.is_empty(), "nothing left in the serving node's outbox: {left:?}");
+    delete(&transport_a).await;
+}

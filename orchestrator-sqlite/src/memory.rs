@@ -120,7 +120,7 @@ where
         let outbox = match outbox {
             None => None,
             Some(step) => Some(ops::AdvanceOp {
-                consumed: step.consumed.map(str::to_owned),
+                consumed: step.consumed.map(str::to_owned).into_iter().collect(),
                 produced: step
                     .produced
                     .iter()

@@ -435,19 +435,21 @@ pub(crate) fn sweep(conn: &Connection, now: i64) -> rusqlite::Result<usize> {
 
 /// An outbox step, encoded: the event to remove and the events to add (id, JSON).
 pub(crate) struct AdvanceOp {
-    pub(crate) consumed: Option<String>,
+    /// The events that leave the outbox: the one consumed, or those a durable transport stored.
+    pub(crate) consumed: Vec<String>,
     pub(crate) produced: Vec<(String, String)>,
 }
 
-/// Removes the consumed event from the outbox and adds the produced ones (ids already there are
-/// skipped).
+/// Removes the consumed events from the outbox and adds the produced ones (ids already there
+/// are skipped).
 pub(crate) fn advance(conn: &Connection, op: &AdvanceOp, now: i64) -> Result<(), MemoryError> {
-    let key = op.consumed.as_deref().unwrap_or("(outbox)");
+    let key = op.consumed.first().map_or("(outbox)", String::as_str);
     let sql = sql(key);
-    if let Some(consumed) = &op.consumed {
-        conn.prepare_cached("DELETE FROM outbox WHERE event_id = ?1")
-            .and_then(|mut s| s.execute([consumed]))
-            .map_err(&sql)?;
+    if !op.consumed.is_empty() {
+        let mut delete = conn.prepare_cached("DELETE FROM outbox WHERE event_id = ?1").map_err(&sql)?;
+        for consumed in &op.consumed {
+            delete.execute([consumed]).map_err(&sql)?;
+        }
     }
     if !op.produced.is_empty() {
         let mut insert = conn

@@ -17,8 +17,17 @@ impl<R: Send + Sync> Outbox for SqliteMemory<R> {
             .iter()
             .map(|e| Ok((e.id().to_owned(), encode(e.id(), "outbox event", e)?)))
             .collect::<Result<Vec<_>, MemoryError>>()?;
-        let op = ops::AdvanceOp { consumed: consumed.map(str::to_owned), produced };
+        let op = ops::AdvanceOp { consumed: consumed.map(str::to_owned).into_iter().collect(), produced };
         self.writer.submit(key, move |conn, now| ops::advance(conn, &op, now)).await
+    }
+
+    async fn release(&self, ids: &[&str]) -> Result<(), MemoryError> {
+        let Some(first) = ids.first() else { return Ok(()) };
+        let op = ops::AdvanceOp {
+            consumed: ids.iter().map(|id| (*id).to_owned()).collect(),
+            produced: Vec::new(),
+        };
+        self.writer.submit(first, move |conn, now| ops::advance(conn, &op, now)).await
     }
 
     async fn pending(&self, after: u64, limit: usize) -> Result<Vec<Pending>, MemoryError> {

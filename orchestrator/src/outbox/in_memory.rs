@@ -55,6 +55,16 @@ impl Outbox for InMemoryOutbox {
         Ok(())
     }
 
+    async fn release(&self, ids: &[&str]) -> Result<(), MemoryError> {
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        for id in ids {
+            if let Some(seq) = inner.seq_of.remove(*id) {
+                inner.by_seq.remove(&seq);
+            }
+        }
+        Ok(())
+    }
+
     async fn pending(&self, after: u64, limit: usize) -> Result<Vec<Pending>, MemoryError> {
         let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(inner

@@ -39,6 +39,12 @@
 //! until [`Outbox::advance`] is called for them; a durable node wraps them all). [`redeliver`]
 //! assumes that no other process is carrying the same outbox's events: with several processes on
 //! one store, use a shared transport.
+//!
+//! On a transport that stores what it accepts (a broker such as NATS JetStream:
+//! [`Transport::stores_published`](crate::transport::Transport::stores_published)), a durable
+//! node lets events leave the outbox as soon as the transport has them ([`Outbox::release`]), not
+//! when they are handled: the outbox then bridges only the gap between a step's commit and the
+//! broker's acknowledgement, and the events may be handled by processes over other stores.
 
 mod in_memory;
 mod outboxed;
@@ -57,9 +63,10 @@ use crate::event::Event;
 use crate::memory::MemoryError;
 
 /// The events of `produced` that travel through the outbox: all but those with a `domain`
-/// (they leave the transport for the domained-events callback).
+/// (they leave the transport for the domained-events callback) and those without a `to` (the
+/// dispatcher reports them as dead letters: no transport takes them).
 pub(crate) fn travelling(produced: &[Event]) -> Vec<Event> {
-    produced.iter().filter(|e| e.domain().is_none()).cloned().collect()
+    produced.iter().filter(|e| e.domain().is_none() && e.to().is_some()).cloned().collect()
 }
 
 /// An event waiting in an [`Outbox`], with its position (positions grow and are never reused).
@@ -94,6 +101,19 @@ pub trait Outbox: Send + Sync {
     fn queue_id(&self) -> Option<&str> {
         None
     }
+
+    /// Removes the events with these ids (ids not present are skipped) in one atomic step, and
+    /// returns once that is durable: a durable transport stored them
+    /// ([`Transport::stores_published`](crate::transport::Transport::stores_published)), so
+    /// they no longer need the outbox. By default, one [`advance`](Outbox::advance) per id.
+    fn release(&self, ids: &[&str]) -> impl Future<Output = Result<(), MemoryError>> + Send {
+        async move {
+            for id in ids {
+                self.advance(Some(id), &[]).await?;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// A boxed `Send` future.
@@ -112,6 +132,8 @@ pub trait DynOutbox: Send + Sync {
     fn pending_dyn(&self, after: u64, limit: usize) -> BoxFuture<'_, Result<Vec<Pending>, MemoryError>>;
     /// See [`Outbox::queue_id`].
     fn queue_id_dyn(&self) -> Option<&str>;
+    /// See [`Outbox::release`].
+    fn release_dyn<'a>(&'a self, ids: &'a [&'a str]) -> BoxFuture<'a, Result<(), MemoryError>>;
 }
 
 impl std::fmt::Debug for dyn DynOutbox {
@@ -134,6 +156,9 @@ impl<O: Outbox> DynOutbox for O {
     fn queue_id_dyn(&self) -> Option<&str> {
         self.queue_id()
     }
+    fn release_dyn<'a>(&'a self, ids: &'a [&'a str]) -> BoxFuture<'a, Result<(), MemoryError>> {
+        Box::pin(self.release(ids))
+    }
 }
 
 impl Outbox for Arc<dyn DynOutbox> {
@@ -148,6 +173,10 @@ impl Outbox for Arc<dyn DynOutbox> {
     fn queue_id(&self) -> Option<&str> {
         (**self).queue_id_dyn()
     }
+
+    async fn release(&self, ids: &[&str]) -> Result<(), MemoryError> {
+        (**self).release_dyn(ids).await
+    }
 }
 
 impl<O: Outbox> Outbox for Arc<O> {
@@ -161,5 +190,9 @@ impl<O: Outbox> Outbox for Arc<O> {
 
     fn queue_id(&self) -> Option<&str> {
         (**self).queue_id()
+    }
+
+    async fn release(&self, ids: &[&str]) -> Result<(), MemoryError> {
+        (**self).release(ids).await
     }
 }

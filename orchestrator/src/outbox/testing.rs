@@ -24,6 +24,7 @@ where
     an_id_is_in_flight_once(&make()).await;
     positions_grow_and_are_never_reused(&make()).await;
     pending_pages(&make()).await;
+    release_removes_those_named(&make()).await;
     concurrent_moves_lose_nothing(Arc::new(make())).await;
 }
 
@@ -47,6 +48,20 @@ async fn ids<O: Outbox>(outbox: &O) -> Vec<String> {
 async fn starts_empty<O: Outbox>(outbox: &O) {
     assert!(ids(outbox).await.is_empty(), "a new outbox holds nothing");
     outbox.advance(Some("unknown-id"), &[]).await.expect("removing an absent event is not an error");
+}
+
+async fn release_removes_those_named<O: Outbox>(outbox: &O) {
+    let events: Vec<Event> = (0..4).map(|_| event("s-release")).collect();
+    outbox.advance(None, &events).await.expect("publish");
+    outbox.release(&[]).await.expect("releasing nothing");
+    outbox.release(&[events[2].id(), "absent-id", events[0].id()]).await.expect("release");
+    assert_eq!(
+        ids(outbox).await,
+        [events[1].id(), events[3].id()],
+        "released events leave (absent ids are skipped), the others stay in order"
+    );
+    outbox.release(&[events[1].id(), events[3].id()]).await.expect("release the rest");
+    assert!(ids(outbox).await.is_empty(), "everything released");
 }
 
 async fn advance_adds_in_order_and_removes_the_consumed<O: Outbox>(outbox: &O) {

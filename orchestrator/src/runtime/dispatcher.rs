@@ -17,6 +17,7 @@ use super::retry::RetryPolicy;
 use super::settlement::Settlement;
 use crate::event::Event;
 use crate::handler::DynEventHandler;
+use crate::outbox::DynOutbox;
 use crate::transport::{Delivery, Subscription, Topics, Transport, TransportError};
 use crate::util::panic::{CatchPanic, catch};
 
@@ -77,6 +78,9 @@ pub struct Dispatcher<P> {
     domained: Domained<P>,
     collectors: Collectors,
     counters: Counters,
+    /// The outbox the products leave once the transport stored them (a durable node on a
+    /// transport that [stores what it accepts](Transport::stores_published)).
+    released_by_transport: Option<Arc<dyn DynOutbox>>,
 }
 
 impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
@@ -107,6 +111,7 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
             domained: Domained::default(),
             collectors: Collectors::default(),
             counters: Counters::default(),
+            released_by_transport: None,
         })
     }
 
@@ -138,6 +143,14 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
     #[must_use]
     pub fn with_on_domained(mut self, callback: DomainedFn<P>) -> Self {
         self.domained.callback = Some(callback);
+        self
+    }
+
+    /// Lets the products of each acknowledged delivery leave `outbox` once the transport has
+    /// them: for a transport that [stores what it accepts](Transport::stores_published).
+    #[must_use]
+    pub(crate) fn with_release_on_ack(mut self, outbox: Arc<dyn DynOutbox>) -> Self {
+        self.released_by_transport = Some(outbox);
         self
     }
 
@@ -238,7 +251,16 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
         match Settlement::classify(outcome, attempt, &self.retry) {
             Settlement::Ack(produced) => {
                 let produced = self.divert(produced, publisher).await;
-                self.settled("ack", delivery.ack(produced).await);
+                let released: Vec<String> = match &self.released_by_transport {
+                    Some(_) => produced.iter().map(|e| e.id().to_owned()).collect(),
+                    None => Vec::new(),
+                };
+                let acked = delivery.ack(produced).await;
+                let stored = acked.is_ok();
+                self.settled("ack", acked);
+                if stored {
+                    self.release(&released).await;
+                }
             }
             Settlement::Retry(delay) => {
                 bump(&self.counters.retried);
@@ -276,6 +298,20 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
     fn report(&self, event: Event, reason: DeadLetterReason) {
         bump(&self.counters.dead_lettered);
         self.dead_letters.report(event, reason);
+    }
+
+    /// The transport stored `ids`: they leave the outbox. On failure they stay, and are
+    /// published again when the node starts next (a duplicate the consumers' idempotency and
+    /// the transport's deduplication absorb): logged, not fatal.
+    async fn release(&self, ids: &[String]) {
+        let Some(outbox) = &self.released_by_transport else { return };
+        if ids.is_empty() {
+            return;
+        }
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        if let Err(error) = outbox.release_dyn(&ids).await {
+            tracing::warn!(%error, events = ids.len(), "events the transport stored stay in the outbox");
+        }
     }
 
     /// Logs and counts a failed settlement (the transport will deliver the event again).

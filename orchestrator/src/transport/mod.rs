@@ -111,6 +111,18 @@ pub trait Transport: Send + Sync + 'static {
     fn exclusive_lanes(&self) -> bool {
         false
     }
+
+    /// Whether an event this transport accepted (a [`publish`](Transport::publish) or the
+    /// products of an [`ack`](Delivery::ack) that returned `Ok`) is stored where a crash of this
+    /// process cannot lose it: a broker that acknowledges each write once it holds it, such as
+    /// NATS JetStream. A durable [`Node`](crate::runtime::Node) on such a transport lets an
+    /// event leave its store's outbox as soon as the transport has it, rather than once a
+    /// handler of the same store consumed it: the events it produces may be consumed by other
+    /// processes over other stores. `false` (the default): the transport keeps events in this
+    /// process's memory, and the outbox keeps them until they are handled.
+    fn stores_published(&self) -> bool {
+        false
+    }
 }
 
 /// A stream of deliveries (see [`Transport::subscribe`]).

@@ -27,4 +27,8 @@ impl<T: Transport> Transport for Arc<T> {
     fn exclusive_lanes(&self) -> bool {
         (**self).exclusive_lanes()
     }
+
+    fn stores_published(&self) -> bool {
+        (**self).stores_published()
+    }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::clients::{ClientSink, Completions};
 use super::{MissingService, Node, NodeError};
 use crate::contract::VersionedContract;
+use crate::event::Event;
 use crate::handler::{DynEventHandler, EventHandler};
 use crate::memory::Memory;
 use crate::orchestration::timers::Timers;
@@ -154,6 +155,11 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     /// the same for its products (fenced by its claim on the event), [`Node::start`] enqueues
     /// once, and nothing is redelivered at start (the queue kept it); dead letters go to the
     /// transport's own dead letters.
+    ///
+    /// When the transport stores what it accepts ([`Transport::stores_published`], as NATS
+    /// JetStream does), an event leaves the outbox as soon as the transport has it: the outbox
+    /// then holds only what was committed and not yet handed to the broker, and the events this
+    /// node produces may be consumed by processes over other stores.
     pub fn durable(mut self) -> Self
     where
         M: Outbox,
@@ -319,6 +325,14 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         if let Some(on_domained) = self.on_domained {
             dispatcher = dispatcher.with_on_domained(on_domained);
         }
+        // The transport stores what it accepts: an event leaves the outbox once it has it.
+        let released_on_publish = match &outbox {
+            Some(outbox) if !queued_outbox && self.transport.stores_published() => Some(Arc::clone(outbox)),
+            Some(_) | None => None,
+        };
+        if let Some(outbox) = &released_on_publish {
+            dispatcher = dispatcher.with_release_on_ack(Arc::clone(outbox));
+        }
         let dispatcher = Arc::new(dispatcher);
         let transport = Arc::new(self.transport);
         // Read what a previous run left in flight before any worker produces more.
@@ -336,6 +350,10 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         let recovered = left.len();
         for batch in left.chunks(256) {
             transport.publish(batch.to_vec()).await?;
+            if let Some(outbox) = &released_on_publish {
+                let ids: Vec<&str> = batch.iter().map(Event::id).collect();
+                outbox.release_dyn(&ids).await?;
+            }
         }
         let timers = self.timers.map(|settings| {
             Timers::new(Arc::clone(&self.store))
@@ -348,6 +366,7 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             store: self.store,
             transport,
             outbox: if queued_outbox { None } else { outbox },
+            released_on_publish: released_on_publish.is_some(),
             dispatcher,
             completions,
             clients: self.clients,

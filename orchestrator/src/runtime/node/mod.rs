@@ -98,6 +98,8 @@ pub struct Node<M, T: Transport> {
     store: Arc<M>,
     transport: Arc<T>,
     outbox: Option<Arc<dyn DynOutbox>>,
+    /// The transport stores what it accepts: an init leaves the outbox once published.
+    released_on_publish: bool,
     dispatcher: Arc<Dispatcher<Arc<T>>>,
     completions: Arc<Completions>,
     clients: Vec<String>,
@@ -133,10 +135,14 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> Node<M, T> {
             Ok(subject) => subject.as_str().to_owned(),
             Err(e) => return Err(NodeError::NotAnInit { id: init.id().to_owned(), reason: e.to_string() }),
         };
+        let id = init.id().to_owned();
         if let Some(outbox) = &self.outbox {
             outbox.advance_dyn(None, std::slice::from_ref(&init)).await?;
         }
         self.transport.publish(vec![init]).await?;
+        if let Some(outbox) = self.outbox.as_ref().filter(|_| self.released_on_publish) {
+            outbox.release_dyn(&[id.as_str()]).await?;
+        }
         Ok(subject)
     }
 
