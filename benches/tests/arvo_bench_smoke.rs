@@ -21,17 +21,17 @@ struct Expect {
     /// Latency samples per workflow when not every counted event is timed (the SQLite runs time
     /// only the 3 orchestrator executions of each workflow).
     samples_per_workflow: Option<u64>,
-    /// Runs on PostgreSQL: run when `DATABASE_URL` is set (mandatory under `CI`), skipped with a
-    /// printed reason otherwise.
-    database: bool,
+    /// The services it runs on, by the variable holding their URL (`DATABASE_URL`, `NATS_URL`):
+    /// run when they are all set (mandatory under `CI`), skipped with a printed reason otherwise.
+    needs: &'static [&'static str],
 }
 
 const fn expect(key: &'static str, per_workflow: u64) -> Expect {
-    Expect { key, name: key, otel: "off", per_workflow, samples_per_workflow: None, database: false }
+    Expect { key, name: key, otel: "off", per_workflow, samples_per_workflow: None, needs: &[] }
 }
 
 const fn sqlite(key: &'static str) -> Expect {
-    Expect { key, name: key, otel: "off", per_workflow: 5, samples_per_workflow: Some(3), database: false }
+    Expect { key, name: key, otel: "off", per_workflow: 5, samples_per_workflow: Some(3), needs: &[] }
 }
 
 const fn postgres(key: &'static str, per_workflow: u64, samples_per_workflow: u64) -> Expect {
@@ -41,7 +41,19 @@ const fn postgres(key: &'static str, per_workflow: u64, samples_per_workflow: u6
         otel: "off",
         per_workflow,
         samples_per_workflow: Some(samples_per_workflow),
-        database: true,
+        needs: &["DATABASE_URL"],
+    }
+}
+
+/// A durable node's chain or fan-out: on the in-process transport (`needs` empty) or NATS.
+const fn node(key: &'static str, per_workflow: u64, needs: &'static [&'static str]) -> Expect {
+    Expect {
+        key,
+        name: key,
+        otel: "off",
+        per_workflow,
+        samples_per_workflow: Some(per_workflow / 2 + 1),
+        needs,
     }
 }
 
@@ -58,7 +70,7 @@ const EXPECTED: &[Expect] = &[
         otel: "sdk",
         per_workflow: 5,
         samples_per_workflow: None,
-        database: false,
+        needs: &[],
     },
     expect("orchestrator_chain_floor", 5),
     sqlite("sqlite_chain_full_1"),
@@ -77,6 +89,12 @@ const EXPECTED: &[Expect] = &[
     postgres("postgres_chain_1000_batch8", 5, 3),
     postgres("postgres_chain_1000_2proc", 5, 1),
     postgres("postgres_fanout", 21, 11),
+    node("node_sqlite_chain_1", 5, &[]),
+    node("node_sqlite_chain_1000", 5, &[]),
+    node("nats_sqlite_chain_1", 5, &["NATS_URL"]),
+    node("nats_sqlite_chain_1000", 5, &["NATS_URL"]),
+    node("nats_sqlite_fanout", 21, &["NATS_URL"]),
+    node("nats_pg_chain_1000", 5, &["NATS_URL", "DATABASE_URL"]),
 ];
 
 /// The last JSON line of a successful run.
@@ -138,17 +156,19 @@ fn every_workload_prints_a_valid_line() {
     let expected: Vec<&str> = EXPECTED.iter().map(|e| e.key).collect();
     assert_eq!(listed, expected, "the test covers every workload of the binary");
 
-    let database = std::env::var("DATABASE_URL").is_ok();
-    if !database {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "DATABASE_URL must be set under CI (the PostgreSQL workloads)"
-        );
-        println!("skipping the PostgreSQL workloads: DATABASE_URL is not set");
+    let set = |var: &str| std::env::var(var).is_ok_and(|url| !url.is_empty());
+    for var in ["DATABASE_URL", "NATS_URL"] {
+        if !set(var) {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{var} must be set under CI (the workloads that need it)"
+            );
+            println!("skipping the workloads that need {var}: it is not set");
+        }
     }
     let children: Vec<_> = EXPECTED
         .iter()
-        .filter(|e| database || !e.database)
+        .filter(|e| e.needs.iter().all(|var| set(var)))
         .map(|e| (e, Command::new(EXE).args(["--single", e.key, "--scale", SCALE]).spawn_output()))
         .collect();
     for (e, child) in children {
@@ -173,6 +193,14 @@ fn every_workload_prints_a_valid_line() {
                 assert_eq!(line["params"]["in_flight"], 1000);
             }
             key if key.contains("_loop_") => check_loop(e, &line),
+            key if key.starts_with("nats_") || key.starts_with("node_") => {
+                let params = &line["params"];
+                // Counted in ticks of 10 ms: a tiny run may take none.
+                assert!(num(params, "cpu_us_per_event") >= 0.0, "{key}: CPU time reported");
+                assert_eq!(params["dispatch"]["dead_lettered"], 0, "{key}: nothing dead-lettered");
+                let transport = params["transport"].as_str().unwrap_or_default();
+                assert_eq!(transport.starts_with("Nats"), key.starts_with("nats_"), "{key}: {transport}");
+            }
             key if key.starts_with("postgres_") => {
                 let params = &line["params"];
                 assert!(num(params, "commits_per_event") > 0.0, "{key}: commits counted");

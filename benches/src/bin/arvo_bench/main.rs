@@ -12,7 +12,9 @@
 //! (the chain on SQLite), [`history`] (`orchestrator_loop_<L>`, `sqlite_loop_normal_<L>`: cost per event
 //! against the history length), [`postgres`] (`postgres_chain_<in flight>`, `postgres_fanout`: a
 //! durable node on PostgreSQL and its queue, with commits per event; `DATABASE_URL`, skipped when
-//! unset; `benches/pgbench-anchor.sh` runs them next to `pgbench -N`).
+//! unset; `benches/pgbench-anchor.sh` runs them next to `pgbench -N`), [`nats`] (`nats_*`: a
+//! durable node over NATS JetStream with SQLite or PostgreSQL, `NATS_URL`, skipped when unset;
+//! `node_sqlite_*`: the same node on the in-process transport).
 //!
 //! With `--features mimalloc` the binary runs on the mimalloc allocator instead of the system's
 //! (glibc's malloc), to show what a service gets by choosing its global allocator.
@@ -26,6 +28,8 @@ mod durable;
 pub mod fanout;
 mod floor;
 pub mod history;
+mod looped;
+mod nats;
 mod otel;
 mod postgres;
 mod rig;
@@ -95,6 +99,12 @@ const WORKLOADS: &[Workload] = &[
     workload("postgres_chain_1000_batch8", 1_500),
     workload("postgres_chain_1000_2proc", 1_500),
     workload("postgres_fanout", 20),
+    workload("node_sqlite_chain_1", 300),
+    workload("node_sqlite_chain_1000", 3_000),
+    workload("nats_sqlite_chain_1", 300),
+    workload("nats_sqlite_chain_1000", 3_000),
+    workload("nats_sqlite_fanout", 30),
+    workload("nats_pg_chain_1000", 1_500),
 ];
 
 /// The workload selected by `key`.
@@ -322,6 +332,8 @@ fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
     let n = ((w.n as f64 * scale).round() as usize).max(1);
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
     use durable::Safety::{Bare, CrashSafe};
+    use nats::Carrier::{InProcess, Nats};
+    use nats::Kept::{Postgres, Sqlite};
     use orchestrator_sqlite::Synchronous::{Full, Normal};
     let m = match key {
         "service_handler" => service_handler(&rt, n)?,
@@ -352,6 +364,12 @@ fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
             postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 2, postgres::DEFAULT_BATCH)?
         }
         "postgres_fanout" => postgres::run(n, postgres::Flow::Fanout(k), 1, 0, postgres::DEFAULT_BATCH)?,
+        "node_sqlite_chain_1" => nats::run(n, postgres::Flow::Chain, 1, InProcess, Sqlite)?,
+        "node_sqlite_chain_1000" => nats::run(n, postgres::Flow::Chain, IN_FLIGHT, InProcess, Sqlite)?,
+        "nats_sqlite_chain_1" => nats::run(n, postgres::Flow::Chain, 1, Nats, Sqlite)?,
+        "nats_sqlite_chain_1000" => nats::run(n, postgres::Flow::Chain, IN_FLIGHT, Nats, Sqlite)?,
+        "nats_sqlite_fanout" => nats::run(n, postgres::Flow::Fanout(k), 1, Nats, Sqlite)?,
+        "nats_pg_chain_1000" => nats::run(n, postgres::Flow::Chain, IN_FLIGHT, Nats, Postgres)?,
         _ => return Err(format!("workload `{key}` has no runner").into()),
     };
     let mut lat = m.rec.latencies_us;
@@ -487,8 +505,14 @@ fn main() -> Result<(), BoxError> {
     let exe = std::env::current_exe()?;
     for name in &args.only {
         find(name)?;
-        if name.starts_with("postgres_")
+        if (name.starts_with("postgres_") || name.starts_with("nats_pg_"))
             && let Err(reason) = postgres::database_url()
+        {
+            eprintln!("skipping {name}: {reason}");
+            continue;
+        }
+        if name.starts_with("nats_")
+            && let Err(reason) = nats::nats_url()
         {
             eprintln!("skipping {name}: {reason}");
             continue;

@@ -26,21 +26,22 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use orchestrator::handler::EventHandler;
 use orchestrator::memory::NodeId;
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator::runtime::Node;
-use orchestrator::violation::Violation;
 use orchestrator_examples::calculator::services;
 use orchestrator_postgres::{PgConfig, PgQueue, PgStore, QueueConfig};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
 use super::fanout::{FanoutClient, FanoutFlow};
+use super::looped::{
+    ClientHandler, Hopped, Hops, LoopClient, drive, process_cpu_s, random_u64, server_cpu_s, server_ticks,
+};
 use super::rig::{Client, Measured, Recorder, warmup_units};
 use super::{BoxError, ChainClient, ChainFlow};
 
@@ -109,7 +110,7 @@ fn queue_config(tuning: Tuning) -> QueueConfig {
     QueueConfig { batch: tuning.batch, ..QueueConfig::default() }
 }
 
-async fn drop_schema(url: &str, schema: &str) {
+pub(super) async fn drop_schema(url: &str, schema: &str) {
     if std::env::var_os("ARVO_BENCH_PG_KEEP").is_some() {
         eprintln!("kept schema {schema} (ARVO_BENCH_PG_KEEP)");
         return;
@@ -167,205 +168,8 @@ async fn pg_counters(url: &str) -> Result<PgCounters, BoxError> {
         wal_syncs: row.get(2),
         wal_writes: row.get(3),
         wal_bytes: row.get(4),
-        server_ticks: server_ticks(),
+        server_ticks: server_ticks("postgres"),
     })
-}
-
-/// Clock ticks of a `/proc/<pid>/stat` line (utime + stime), if its command is `postgres`.
-fn postgres_ticks(stat: &str) -> Option<u64> {
-    let (head, rest) = stat.rsplit_once(')')?;
-    if !head.ends_with("(postgres") {
-        return None;
-    }
-    // After the command: state (field 3) … utime (14), stime (15).
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-}
-
-/// Clock ticks used so far by each of the server's `postgres` processes alive now.
-fn server_ticks() -> HashMap<u32, u64> {
-    let Ok(dir) = std::fs::read_dir("/proc") else { return HashMap::new() };
-    dir.filter_map(Result::ok)
-        .filter_map(|e| {
-            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
-            let ticks = postgres_ticks(&std::fs::read_to_string(e.path().join("stat")).ok()?)?;
-            Some((pid, ticks))
-        })
-        .collect()
-}
-
-/// CPU seconds the server's `postgres` processes used from `before` to `after`: those alive at
-/// the end (a process that ended in between is not counted; one that started counts whole).
-fn server_cpu_s(before: &HashMap<u32, u64>, after: &HashMap<u32, u64>) -> f64 {
-    let ticks: u64 =
-        after.iter().map(|(pid, t)| t.saturating_sub(before.get(pid).copied().unwrap_or(0))).sum();
-    ticks as f64 / 100.0
-}
-
-/// CPU seconds used so far by this process (all its threads).
-fn process_cpu_s() -> f64 {
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            let (_, rest) = s.rsplit_once(')')?;
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-        })
-        .map_or(0.0, |ticks| ticks as f64 / 100.0)
-}
-
-// ---------------------------------------------------------------------------------------------
-// The client and the latency samples
-
-/// The end of each workflow's last service or client execution, and the samples.
-#[derive(Default)]
-struct Hops {
-    last: Mutex<HashMap<String, Instant>>,
-    samples: Mutex<Vec<f64>>,
-}
-
-impl Hops {
-    /// An execution of workflow `subject` starts: one sample since its previous one ended.
-    fn enter(&self, subject: &str) {
-        let now = Instant::now();
-        let last = self.last.lock().unwrap_or_else(PoisonError::into_inner).get(subject).copied();
-        if let Some(last) = last {
-            let us = now.duration_since(last).as_secs_f64() * 1e6;
-            self.samples.lock().unwrap_or_else(PoisonError::into_inner).push(us);
-        }
-    }
-
-    /// An execution of workflow `subject` ends.
-    fn leave(&self, subject: &str) {
-        self.last.lock().unwrap_or_else(PoisonError::into_inner).insert(subject.to_owned(), Instant::now());
-    }
-
-    fn forget(&self, subject: &str) {
-        self.last.lock().unwrap_or_else(PoisonError::into_inner).remove(subject);
-    }
-
-    fn take(&self) -> Vec<f64> {
-        std::mem::take(&mut *self.samples.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-}
-
-/// A service whose executions are sampled by [`Hops`].
-struct Hopped<H> {
-    inner: H,
-    hops: Arc<Hops>,
-}
-
-impl<H: EventHandler> EventHandler for Hopped<H> {
-    fn source(&self) -> &str {
-        self.inner.source()
-    }
-    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
-        self.hops.enter(event.subject());
-        let out = self.inner.execute(event).await;
-        self.hops.leave(event.subject());
-        out
-    }
-}
-
-/// Which workflows the client starts, which are in flight and which completed.
-struct Range {
-    next: usize,
-    end: usize,
-    completed: usize,
-    wrong: Option<String>,
-    expected: HashMap<String, f64>,
-}
-
-/// The client (a service of the node, on topic `com.bench.client`): checks each completion and
-/// starts the next workflow in its place, keeping the same number in flight.
-struct PgClient<C> {
-    client: C,
-    range: Mutex<Range>,
-    done: tokio::sync::Notify,
-    hops: Arc<Hops>,
-}
-
-impl<C: Client + Send + Sync + 'static> PgClient<C> {
-    fn new(client: C, hops: Arc<Hops>) -> Self {
-        Self {
-            client,
-            range: Mutex::new(Range { next: 0, end: 0, completed: 0, wrong: None, expected: HashMap::new() }),
-            done: tokio::sync::Notify::new(),
-            hops,
-        }
-    }
-
-    /// The init event of the next workflow, if any is left.
-    fn init(&self, range: &mut Range) -> Result<Option<Event>, BoxError> {
-        if range.next >= range.end {
-            return Ok(None);
-        }
-        let (init, result) = self.client.init(range.next)?;
-        range.next += 1;
-        range.expected.insert(init.subject().to_owned(), result);
-        Ok(Some(init))
-    }
-
-    /// Workflows `start..start + count` from now on: returns the first `in_flight` inits.
-    fn begin(&self, start: usize, count: usize, in_flight: usize) -> Result<Vec<Event>, BoxError> {
-        let mut range = self.range.lock().unwrap_or_else(PoisonError::into_inner);
-        *range =
-            Range { next: start, end: start + count, completed: 0, wrong: None, expected: HashMap::new() };
-        let mut inits = Vec::with_capacity(in_flight);
-        for _ in 0..in_flight {
-            match self.init(&mut range)? {
-                Some(init) => {
-                    self.hops.leave(init.subject());
-                    inits.push(init);
-                }
-                None => break,
-            }
-        }
-        Ok(inits)
-    }
-
-    /// How many completed, or what was wrong.
-    fn outcome(&self) -> Result<usize, BoxError> {
-        let range = self.range.lock().unwrap_or_else(PoisonError::into_inner);
-        match &range.wrong {
-            Some(wrong) => Err(wrong.clone().into()),
-            None => Ok(range.completed),
-        }
-    }
-}
-
-/// The node's handle on the shared [`PgClient`].
-struct ClientHandler<C>(Arc<PgClient<C>>);
-
-impl<C: Client + Send + Sync + 'static> EventHandler for ClientHandler<C> {
-    fn source(&self) -> &str {
-        super::CLIENT
-    }
-    async fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
-        self.0.execute(event)
-    }
-}
-
-impl<C: Client + Send + Sync + 'static> PgClient<C> {
-    fn execute(&self, event: &Event) -> Result<Vec<Event>, Violation> {
-        self.hops.enter(event.subject());
-        self.hops.forget(event.subject());
-        let mut range = self.range.lock().unwrap_or_else(PoisonError::into_inner);
-        let want = range.expected.remove(event.subject());
-        let got = event.data_value().get(C::RESULT_FIELD).and_then(Value::as_f64);
-        if want.is_none() || got != want || event.r#type() != C::DONE_TYPE {
-            range.wrong.get_or_insert_with(|| format!("wrong completion (want {want:?}): {event:?}"));
-        }
-        range.completed += 1;
-        let next = self.init(&mut range).map_err(|e| Violation::execution(e.to_string()))?;
-        if let Some(init) = &next {
-            self.hops.leave(init.subject());
-        }
-        if range.expected.is_empty() && next.is_none() {
-            self.done.notify_one();
-        }
-        Ok(next.into_iter().collect())
-    }
 }
 
 /// The workflow a workload runs.
@@ -378,7 +182,7 @@ pub(super) enum Flow {
 }
 
 impl Flow {
-    fn per_workflow(self) -> usize {
+    pub(super) fn per_workflow(self) -> usize {
         match self {
             Self::Chain => 5,
             Self::Fanout(k) => 2 * k as usize + 1,
@@ -418,31 +222,6 @@ impl Flow {
 }
 
 type NodeBuilderOf = orchestrator::runtime::NodeBuilder<Store, PgQueue>;
-
-/// Runs workflows `start..start + count` with `in_flight` at a time through `node`, whose client
-/// is `client`; returns the completed workflows and the wall time.
-async fn drive<C: Client + Send + Sync + 'static>(
-    node: &PgNode,
-    client: &Arc<PgClient<C>>,
-    start: usize,
-    count: usize,
-    in_flight: usize,
-) -> Result<(usize, Duration), BoxError> {
-    if count == 0 {
-        // Nothing to start, so no completion would ever come (a tiny run has no warm-up).
-        return Ok((0, Duration::ZERO));
-    }
-    let t0 = Instant::now();
-    let notified = client.done.notified();
-    tokio::pin!(notified);
-    notified.as_mut().enable();
-    for init in client.begin(start, count, in_flight)? {
-        node.start(init).await?;
-    }
-    notified.await;
-    let wall = t0.elapsed();
-    Ok((client.outcome()?, wall))
-}
 
 /// One worker process of a multi-process run, as the parent sees it.
 struct Worker {
@@ -558,17 +337,6 @@ pub(super) fn run(
     result
 }
 
-/// A random `u64` without another dependency.
-fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
-    );
-    h.write_u32(std::process::id());
-    h.finish()
-}
-
 #[allow(clippy::too_many_arguments)]
 fn measure<C: Client + Send + Sync + 'static>(
     rt: &Runtime,
@@ -582,7 +350,7 @@ fn measure<C: Client + Send + Sync + 'static>(
     client: C,
 ) -> Result<Measured, BoxError> {
     let hops = Arc::new(Hops::default());
-    let client = Arc::new(PgClient::new(client, Arc::clone(&hops)));
+    let client = Arc::new(LoopClient::new(client, Arc::clone(&hops)));
     // This process's node: everything, or only the client when workers do the rest.
     let store = Arc::new(rt.block_on(open(url, schema, tuning))?);
     let with_client: Box<dyn FnOnce(NodeBuilderOf) -> NodeBuilderOf> = {
