@@ -34,6 +34,14 @@ pub enum PgError {
     /// No connection could be had from the pool.
     #[error("connection pool: {0}")]
     Pool(String),
+    /// The store's committers stopped (the store is being dropped): the write was not made.
+    #[error("the store's committers stopped")]
+    CommittersStopped,
+    /// A group of writes was sent in one transaction and its commit was not answered (the
+    /// connection was lost): whether it was applied is unknown. Trying again is safe: the
+    /// writes are idempotent or fenced.
+    #[error("the commit of a group of writes was not answered: {0}")]
+    Unanswered(String),
     /// A stored value could not be decoded or encoded.
     #[error("cannot encode or decode {what}: {source}")]
     Codec {
@@ -66,7 +74,7 @@ impl PgError {
     pub fn is_transient(&self) -> bool {
         match self {
             Self::Postgres(e) => postgres_is_transient(e),
-            Self::Pool(_) => true,
+            Self::Pool(_) | Self::CommittersStopped | Self::Unanswered(_) => true,
             Self::Codec { .. } | Self::Invalid { .. } | Self::ClaimLost { .. } => false,
         }
     }

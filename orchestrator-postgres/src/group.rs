@@ -65,10 +65,8 @@ impl GroupCommit {
     /// Runs `sql` with `params` in the next group; its rows.
     pub(crate) async fn run(&self, sql: Arc<str>, params: Vec<Param>) -> Result<Vec<Row>, PgError> {
         let (reply, answer) = oneshot::channel();
-        self.jobs
-            .send(Job { sql, params, reply })
-            .map_err(|_| PgError::Pool("the store's committers stopped".to_owned()))?;
-        answer.await.map_err(|_| PgError::Pool("the store's committers stopped".to_owned()))?
+        self.jobs.send(Job { sql, params, reply }).map_err(|_| PgError::CommittersStopped)?;
+        answer.await.map_err(|_| PgError::CommittersStopped)?
     }
 }
 
@@ -129,8 +127,7 @@ async fn commit(pool: &Pool, group: Vec<Job>) {
         Together::Unknown(e) => {
             let e = e.to_string();
             for job in group {
-                let _ =
-                    job.reply.send(Err(PgError::Pool(format!("the group's commit was not answered: {e}"))));
+                let _ = job.reply.send(Err(PgError::Unanswered(e.clone())));
             }
         }
     }

@@ -300,14 +300,18 @@ impl<R> PgStore<R> {
 }
 
 /// The queue's columns of `events`, in order: topics (the `to`; empty when none: such an event
-/// is never delivered, the in-process transport refuses it), subjects, ids and JSON.
-type QueueColumns<'a> = (Vec<&'a str>, Vec<&'a str>, Vec<&'a str>, Vec<String>);
+/// is never delivered, the in-process transport refuses it), subjects, ids and JSON. The text
+/// columns are borrowed (`&str`) or owned (`String`, for a write that outlives the events).
+type QueueColumns<S> = (Vec<S>, Vec<S>, Vec<S>, Vec<String>);
 
-fn queue_columns<'a>(id: &str, events: &'a [Event]) -> Result<QueueColumns<'a>, MemoryError> {
+fn queue_columns<'a, S: From<&'a str>>(
+    id: &str,
+    events: &'a [Event],
+) -> Result<QueueColumns<S>, MemoryError> {
     Ok((
-        events.iter().map(|e| e.to().unwrap_or_default()).collect(),
-        events.iter().map(Event::subject).collect(),
-        events.iter().map(Event::id).collect(),
+        events.iter().map(|e| S::from(e.to().unwrap_or_default())).collect(),
+        events.iter().map(|e| S::from(e.subject())).collect(),
+        events.iter().map(|e| S::from(e.id())).collect(),
         events.iter().map(|e| encode(id, "event", e)).collect::<Result<Vec<_>, _>>()?,
     ))
 }
@@ -475,7 +479,7 @@ where
             None => (false, 0, (None, None), None, "[]"),
         };
         let (ob_consumed, (ob_topics, ob_subjects, ob_ids, ob_events)) = match &commit.outbox {
-            Some(step) => (step.consumed, queue_columns(id, step.produced)?),
+            Some(step) => (step.consumed, queue_columns::<String>(id, step.produced)?),
             None => (None, Default::default()),
         };
         let (mode, after) = self.retention_mode();
@@ -485,7 +489,6 @@ where
         let orchestrator_version = columns.as_ref().map(|c| c.orchestrator_version.clone());
         let execution_id = columns.as_ref().map(|c| c.execution_id.clone());
         let subject_meta = columns.as_ref().map(SubjectColumns::meta_json);
-        let strings = |v: Vec<&str>| v.into_iter().map(str::to_owned).collect::<Vec<String>>();
         let params: Vec<Param> = vec![
             Box::new(id.to_owned()),
             Box::new(prev),
@@ -506,9 +509,9 @@ where
             Box::new(produced.to_owned()),
             Box::new(commit.outbox.is_some()),
             Box::new(ob_consumed.map(str::to_owned)),
-            Box::new(strings(ob_topics)),
-            Box::new(strings(ob_subjects)),
-            Box::new(strings(ob_ids)),
+            Box::new(ob_topics),
+            Box::new(ob_subjects),
+            Box::new(ob_ids),
             Box::new(ob_events),
             Box::new(commit.finished),
             Box::new(mode),
@@ -748,7 +751,7 @@ impl<R: Send + Sync> WorkflowIndex for PgStore<R> {
 
 impl<R: Send + Sync> Outbox for PgStore<R> {
     async fn advance(&self, consumed: Option<&str>, produced: &[Event]) -> Result<(), MemoryError> {
-        let (topics, subjects, ids, events) = queue_columns("", produced)?;
+        let (topics, subjects, ids, events) = queue_columns::<&str>("", produced)?;
         let client = self.client("").await?;
         self.query(&client, "", q::OUTBOX_STEP, &[&consumed, &topics, &subjects, &ids, &events]).await?;
         self.wake.enqueued();
