@@ -95,7 +95,7 @@ const admit = (msg, attempt) => {
   if (attempt > maxDeliver) return { reason: `delivered ${attempt} times, more than max_deliver (${maxDeliver})` };
   if (msg.subject !== subject) return { reason: `subject \`${msg.subject}\` is not the subject of topic \`${topic}\`` };
   if (msg.data.length > maxEventBytes) {
-    return { reason: `the message is not a valid event: it is ${msg.data.length} bytes, more than the ${maxEventBytes} allowed` };
+    return { reason: `the message is not a valid event: event is ${msg.data.length} bytes, larger than the maximum of ${maxEventBytes} bytes` };
   }
   let json;
   try {
