@@ -68,9 +68,11 @@ pub struct NatsConfig {
     pub outage: Duration,
     /// The largest message body taken as an event, in bytes (default 1 MiB,
     /// [`DEFAULT_MAX_EVENT_BYTES`]): a larger message received on a topic becomes a dead
-    /// letter, like any message that is not a valid event. The server's `max_payload` bounds
-    /// what can be published at all; this bounds, below it, what other programs may send
-    /// (events from outside are held in memory whole while they are handled).
+    /// letter with the reason, like any message that is not a valid event. The server's
+    /// `max_payload` (1 MiB by default, headers included) bounds what can be published at all;
+    /// this bounds, below it, what the deployment's handlers take from other programs.
+    /// Publishing does not check it (only the server's limit): every process of a deployment
+    /// should use the same value, and events larger than it are meant to come from outside.
     pub max_event_bytes: usize,
 }
 
