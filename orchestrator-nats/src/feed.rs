@@ -297,7 +297,10 @@ fn check(config: &NatsConfig, message: &jetstream::Message) -> Result<Event, Str
         .map_err(|e| format!("the message is not a valid event: {e}"))?;
     match event.to() {
         Some(to) if to == topic => Ok(event),
-        to => Err(format!("event `{}` is addressed to {to:?}, but came on topic `{topic}`", event.id())),
+        Some(to) => {
+            Err(format!("event `{}` is addressed to `{to}`, but came on topic `{topic}`", event.id()))
+        }
+        None => Err(format!("event `{}` has no `to`, but came on topic `{topic}`", event.id())),
     }
 }
 

@@ -513,7 +513,10 @@ async fn hostile_events_become_dead_letters_with_their_reason_and_nothing_else_i
     let expectations: [(&str, &[&str]); 6] = [
         ("wrong-schema", &["violation", r#""six" is not of type "number""#, r#""b" is a required property"#]),
         ("bad-subject", &["violation", "subject", "not-an-orchestration-subject"]),
-        ("wrong-topic", &["addressed to", "com.interop.elsewhere"]),
+        (
+            "wrong-topic",
+            &["addressed to `com.interop.elsewhere`", "came on topic `arvo.orc.interop.product`"],
+        ),
         ("malformed-json", &["not a valid event", "not valid JSON"]),
         ("not-an-event", &["not a valid event", "`id` is required"]),
         ("oversize", &["not a valid event", "larger than the maximum of 65536 bytes"]),
