@@ -25,12 +25,14 @@
 // finish the message in hand, drain the connection and exit 0.
 import { createRequire } from 'node:module';
 import {
+  consumerName,
   deadLetter,
   deployment,
   ensureConsumer,
   ensureStreams,
   eventSubject,
   log,
+  messageId,
   nats,
   publishEvent,
   quietConsole,
@@ -148,7 +150,7 @@ const handle = async (msg) => {
   for (const out of outputs) {
     const json = out.toJSON();
     await publishEvent(js, dep, json);
-    emitted.push({ id: json.id, type: json.type, to: json.to, data: json.data });
+    emitted.push({ id: json.id, source: json.source, type: json.type, to: json.to, data: json.data, msgId: messageId(json.source, json.id) });
   }
   await msg.ackAck();
   log('service', `${event.id} (${event.type}) → ${emitted.map((e) => `${e.type} to ${e.to}`).join(', ') || 'nothing'}`);
@@ -156,7 +158,7 @@ const handle = async (msg) => {
 };
 
 let consumer = await bind();
-report({ ready: true, topic, subject, stream: dep.stream });
+report({ ready: true, topic, subject, consumer: consumerName(topic), stream: dep.stream });
 
 while (!stopping) {
   try {

@@ -34,7 +34,7 @@ use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator::runtime::Node;
 use orchestrator::transport::Transport;
-use orchestrator_nats::subject::event_subject;
+use orchestrator_nats::subject::{consumer_name, dead_subject, event_subject, message_id};
 use orchestrator_nats::{NatsConfig, NatsDeadLetter, NatsTransport};
 use orchestrator_sqlite::{SqliteConfig, SqliteMemory};
 use serde_json::{Value, json};
@@ -225,6 +225,7 @@ impl ArvoService {
         let ready = service.wait_for(Duration::from_secs(20), |line| line["ready"] == true);
         assert_eq!(ready["topic"], MULTIPLY, "{ready}");
         assert_eq!(ready["subject"], event_subject(&config.subject_prefix, MULTIPLY), "{ready}");
+        assert_eq!(ready["consumer"], consumer_name(Some(MULTIPLY)), "{ready}");
         service
     }
 
@@ -398,6 +399,55 @@ async fn finish(node: Node<Store, NatsTransport>, transport: &NatsTransport) {
 // The tests
 // ---------------------------------------------------------------------------------------------
 
+#[test]
+fn the_node_side_computes_the_layout_as_rust_does() {
+    if let Some(reason) = missing_node() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set, so the Arvo NATS interop must run, but {reason}"
+        );
+        println!("skipping: {reason} (set CI=1 to make this a failure)");
+        return;
+    }
+    let prefix = "acme.orc";
+    let topics = [
+        MULTIPLY,
+        WORKFLOW,
+        "a b",
+        "com..hostile.",
+        "",
+        ".",
+        "~20",
+        "é.ü*>",
+        "$JS.API.x",
+        "urn:a/b?c=d&e#f",
+        "tab\there",
+        "a-very-long-topic-name-with-more-than-thirty-two-bytes.x",
+    ];
+    let cases: Vec<Value> = topics
+        .iter()
+        .enumerate()
+        .map(|(i, topic)| json!([topic, format!("com.source.{i}\u{1f}"), format!("id {i} é\r\n")]))
+        .collect();
+    let output = Command::new("node")
+        .arg("nats-layout.mjs")
+        .arg(prefix)
+        .arg(Value::Array(cases.clone()).to_string())
+        .current_dir(INTEROP_DIR)
+        .output()
+        .expect("node runs nats-layout.mjs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let layout: Vec<Value> = serde_json::from_slice(&output.stdout).expect("a JSON array");
+    assert_eq!(layout.len(), topics.len());
+    for ((topic, case), got) in topics.iter().zip(&cases).zip(&layout) {
+        let (source, id) = (case[1].as_str().expect("a source"), case[2].as_str().expect("an id"));
+        assert_eq!(got["subject"], event_subject(prefix, topic), "{topic:?}");
+        assert_eq!(got["dead"], dead_subject(prefix, topic), "{topic:?}");
+        assert_eq!(got["consumer"], consumer_name(Some(topic)), "{topic:?}");
+        assert_eq!(got["msgId"], message_id(source, id), "{topic:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rust_workflow_calls_an_arvo_service_over_nats() {
     let Some(url) = prerequisites() else { return };
@@ -414,6 +464,23 @@ async fn a_rust_workflow_calls_an_arvo_service_over_nats() {
     assert_eq!(handled["emitted"][0]["type"], "evt.interop.multiply.success", "{handled}");
     assert_eq!(handled["emitted"][0]["to"], WORKFLOW, "the answer goes back to the workflow");
     assert_eq!(handled["emitted"][0]["data"], json!({ "product": 42 }));
+    let (source, id) = (handled["emitted"][0]["source"].as_str(), handled["emitted"][0]["id"].as_str());
+    assert_eq!(handled["emitted"][0]["msgId"], message_id(source.expect("a source"), id.expect("an id")));
+    // One durable consumer per topic, shared: the service bound the one Rust names for its topic.
+    let stream = async_nats::jetstream::new(transport.client().clone())
+        .get_stream(&transport.config().stream)
+        .await
+        .expect("the stream");
+    let mut names = Vec::new();
+    let mut consumers = stream.consumer_names();
+    while let Some(name) = futures_util::StreamExt::next(&mut consumers).await {
+        names.push(name.expect("a consumer name"));
+    }
+    names.sort();
+    let mut expected =
+        vec![consumer_name(Some(MULTIPLY)), consumer_name(Some(WORKFLOW)), consumer_name(Some(RUST_CLIENT))];
+    expected.sort();
+    assert_eq!(names, expected, "the Rust node's consumers and the Arvo service's");
 
     // A runtime error of the Arvo handler: Arvo's system error event, which the workflow takes.
     let failed = run(&node, 1e200, 1e200).await;
