@@ -237,7 +237,8 @@ impl ArvoService {
         let deadline = Instant::now() + within;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
+            // Blocking: out of the runtime's way (the tests run on a multi-thread runtime).
+            match tokio::task::block_in_place(|| self.lines.recv_timeout(left)) {
                 Ok(line) => {
                     self.seen.push(line.clone());
                     if matches(&line) {
@@ -268,7 +269,7 @@ impl ArvoService {
             if let Some(status) = self.child.try_wait().expect("the service's status") {
                 return status.code();
             }
-            std::thread::sleep(Duration::from_millis(50));
+            tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(50)));
         }
         panic!("the Arvo service did not exit within 10 s of SIGTERM");
     }
