@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use orchestrator::event::DEFAULT_MAX_EVENT_BYTES;
 use orchestrator::transport::TransportError;
 
 use crate::subject::{valid_prefix, valid_stream_name};
@@ -64,6 +65,14 @@ pub struct NatsConfig {
     /// transient error (default 60 s): the client reconnects by itself, and each try is sent
     /// again with the same message id, so the stream stores the event once.
     pub outage: Duration,
+    /// The largest message body taken as an event, in bytes (default 1 MiB,
+    /// [`DEFAULT_MAX_EVENT_BYTES`]): a larger message received on a topic becomes a dead
+    /// letter with the reason, like any message that is not a valid event. The server's
+    /// `max_payload` (1 MiB by default, headers included) bounds what can be published at all;
+    /// this bounds, below it, what the deployment's handlers take from other programs.
+    /// Publishing does not check it (only the server's limit): every process of a deployment
+    /// should use the same value, and events larger than it are meant to come from outside.
+    pub max_event_bytes: usize,
 }
 
 impl NatsConfig {
@@ -86,6 +95,7 @@ impl NatsConfig {
             dead_letter_limit: 100_000,
             request_timeout: Duration::from_secs(10),
             outage: Duration::from_secs(60),
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
         }
     }
 
@@ -134,6 +144,9 @@ impl NatsConfig {
         }
         if self.replicas == 0 || self.replicas > 5 {
             return invalid(format!("replicas must be 1 to 5, got {}", self.replicas));
+        }
+        if self.max_event_bytes == 0 {
+            return invalid("max_event_bytes must be at least 1".to_owned());
         }
         if self.dead_letter_limit < 1 {
             return invalid("dead_letter_limit must be at least 1".to_owned());

@@ -24,9 +24,10 @@ use std::time::Instant;
 use async_nats::jetstream::consumer::PullConsumer;
 use async_nats::jetstream::{self, AckKind};
 use futures_util::StreamExt;
-use orchestrator::event::Event;
+use orchestrator::event::{Event, ParseOptions};
 use tokio::sync::Notify;
 
+use crate::config::NatsConfig;
 use crate::shared::{Shared, backoff};
 use crate::subject::topic_of_subject;
 
@@ -241,7 +242,7 @@ impl Feed {
         let shared = &self.shared;
         let max_deliver = shared.config.max_deliver;
         let attempt = message.info().map_or(1, |info| u32::try_from(info.delivered).unwrap_or(u32::MAX));
-        let checked = check(&shared.config.subject_prefix, &message).and_then(|event| {
+        let checked = check(&shared.config, &message).and_then(|event| {
             if attempt > max_deliver {
                 Err(format!(
                     "delivered {attempt} times, more than max_deliver ({max_deliver}): \
@@ -284,16 +285,22 @@ impl Feed {
     }
 }
 
-/// The event a message carries, if it is one of the topic of its subject.
-fn check(prefix: &str, message: &jetstream::Message) -> Result<Event, String> {
+/// The event a message carries, if it is one of the topic of its subject and not larger than
+/// [`NatsConfig::max_event_bytes`](crate::NatsConfig::max_event_bytes).
+fn check(config: &NatsConfig, message: &jetstream::Message) -> Result<Event, String> {
     let subject = message.subject.as_str();
-    let topic = topic_of_subject(prefix, subject)
+    let topic = topic_of_subject(&config.subject_prefix, subject)
         .ok_or_else(|| format!("subject `{subject}` is not the subject of a topic"))?;
-    let event =
-        Event::from_slice(&message.payload).map_err(|e| format!("the message is not a valid event: {e}"))?;
+    let event = ParseOptions::default()
+        .max_bytes(config.max_event_bytes)
+        .parse(&message.payload)
+        .map_err(|e| format!("the message is not a valid event: {e}"))?;
     match event.to() {
         Some(to) if to == topic => Ok(event),
-        to => Err(format!("event `{}` is addressed to {to:?}, but came on topic `{topic}`", event.id())),
+        Some(to) => {
+            Err(format!("event `{}` is addressed to `{to}`, but came on topic `{topic}`", event.id()))
+        }
+        None => Err(format!("event `{}` has no `to`, but came on topic `{topic}`", event.id())),
     }
 }
 

@@ -71,10 +71,27 @@
 //! again.
 //!
 //! A received message that is not a valid event of its topic (malformed bytes, not an Arvo
-//! event, a `to` of another topic) is never delivered to a handler: it becomes a dead letter with
-//! the reason. An event larger than the server's `max_payload` is refused before anything of
+//! event, a `to` of another topic, a body larger than [`NatsConfig::max_event_bytes`]) is never
+//! delivered to a handler: it becomes a dead letter with the reason. An event larger than the server's `max_payload` is refused before anything of
 //! its batch is published, with [`TransportError::Backend`] (permanent) whose source is
 //! [`NatsError::EventTooLarge`].
+//!
+//! # Arvo TypeScript on the same deployment
+//!
+//! The layout above is all another program needs to take part: Arvo services and clients
+//! written in TypeScript with the real `arvo-core` and `arvo-event-handler` (2.2.13, from npm)
+//! interoperate with Rust nodes over NATS. `interop/arvo/nats-wire.mjs` writes the layout again
+//! for Node.js (subjects and their escaping, consumer names, message ids, dead letters);
+//! `nats-service.mjs` hosts an Arvo service handler (`createArvoEventHandler`) on its topic's
+//! durable consumer, and `nats-client.mjs` starts a Rust workflow with arvo-core's
+//! `createArvoOrchestratorEventFactory(..).init(..)` and validates its completion event with
+//! arvo-core. The test `orchestrator-nats/tests/arvo_interop.rs` runs them against a Rust
+//! orchestrator ([`Node`](orchestrator::runtime::Node) with
+//! [`remote`](orchestrator::runtime::NodeBuilder::remote) for the Arvo service): a Rust workflow
+//! completes with the Arvo service's answer (or its `sys.….error` event), an Arvo client gets
+//! the completion of the Rust workflow it started, and hostile messages from either side become
+//! dead letters with their reason while the rest goes on (it needs `NATS_URL`, `node` and
+//! `npm ci` in `interop/arvo`, and fails under `CI` without them).
 //!
 //! # Delivery and settlement
 //!

@@ -10,7 +10,7 @@ use async_nats::HeaderMap;
 use orchestrator::event::Event;
 use orchestrator::transport::{Delivery, Subscription, Topics, Transport, TransportError};
 use orchestrator_nats::subject::event_subject;
-use orchestrator_nats::{NatsError, NatsTransport};
+use orchestrator_nats::{NatsConfig, NatsError, NatsTransport};
 use serde_json::json;
 
 use common::{config, delete, nats_url};
@@ -210,5 +210,44 @@ async fn a_malformed_message_as_large_as_the_server_takes_is_kept_cut() {
     transport.close();
     let end = tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("the end within 10 s");
     assert_eq!(end.expect("the waiting task"), None, "nothing is delivered");
+    delete(&transport).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_larger_than_max_event_bytes_becomes_a_dead_letter() {
+    let Some(url) = nats_url() else { return };
+    let transport =
+        NatsTransport::connect(NatsConfig { max_event_bytes: 1_000, ..config(&url) }).await.expect("connect");
+    let big = Event::builder()
+        .id("big")
+        .source("com.hostile.client")
+        .r#type(TOPIC)
+        .to(TOPIC)
+        .subject("big")
+        .data_json(json!({ "blob": "x".repeat(2_000) }))
+        .build()
+        .expect("a valid (big) event");
+    let json: &'static [u8] = Box::leak(big.to_json_vec().into_boxed_slice());
+    publish_raw(&transport, event_subject(&transport.config().subject_prefix, TOPIC), json).await;
+    let small = event(TOPIC, "small", "s");
+    transport.publish(vec![small.clone()]).await.expect("publish");
+    let mut subscription =
+        transport.subscribe(Topics::Only(vec![TOPIC.to_owned()])).await.expect("subscribe");
+    let delivery = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+        .await
+        .expect("a delivery within 10 s")
+        .expect("a delivery");
+    assert_eq!(delivery.event(), &small, "only the event within the limit is delivered");
+    delivery.ack(vec![]).await.expect("ack");
+    let letters = dead_letters(&transport, 1).await;
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    let reason = &letters[0].reason;
+    assert!(
+        reason.contains("not a valid event") && reason.contains("larger than the maximum of 1000 bytes"),
+        "{reason}"
+    );
+    assert_eq!(letters[0].decode().expect("the event, kept whole"), big);
+    transport.close();
+    assert!(subscription.next().await.is_none());
     delete(&transport).await;
 }
