@@ -72,9 +72,9 @@
 //!
 //! A received message that is not a valid event of its topic (malformed bytes, not an Arvo
 //! event, a `to` of another topic, a body larger than [`NatsConfig::max_event_bytes`]) is never
-//! delivered to a handler: it becomes a dead letter with the reason. An event larger than the server's `max_payload` is refused before anything of
-//! its batch is published, with [`TransportError::Backend`] (permanent) whose source is
-//! [`NatsError::EventTooLarge`].
+//! delivered to a handler: it becomes a dead letter with the reason. An event larger than the
+//! server's `max_payload` is refused before anything of its batch is published, with
+//! [`TransportError::Backend`] (permanent) whose source is [`NatsError::EventTooLarge`].
 //!
 //! # Arvo TypeScript on the same deployment
 //!
