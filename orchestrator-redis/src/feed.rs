@@ -197,8 +197,11 @@ impl Feed {
                     self.admit_read(&topics, &keys, &reply).await;
                 }
                 Err(e) if e.code() == Some("NOGROUP") => {
-                    // The streams were deleted (the end of a test, an operator): made again.
-                    if let Err(e) = self.shared.ensure_groups(&topics).await {
+                    // The streams were deleted (an operator, the end of a test): made again
+                    // while the transport is open; a closed one's feed ends once they are gone.
+                    if self.shared.is_closed() {
+                        tokio::time::sleep(config.poll).await;
+                    } else if let Err(e) = self.shared.ensure_groups(&topics).await {
                         tracing::warn!(error = %e, "making the topics' groups again failed");
                         tokio::time::sleep(backoff(failures)).await;
                         failures += 1;
