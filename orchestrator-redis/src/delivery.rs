@@ -103,7 +103,8 @@ impl Delivery for RedisDelivery {
     async fn nack(mut self, delay: Duration) -> Result<(), TransportError> {
         let max = self.shared.config.max_deliveries;
         if self.attempt >= max {
-            let reason = format!("not handled on delivery {} of at most {max} (max_deliveries)", self.attempt);
+            let reason =
+                format!("not handled on delivery {} of at most {max} (max_deliveries)", self.attempt);
             return self.dead_letter(&reason).await;
         }
         let Some(id) = self.id.take() else { return Ok(()) };
@@ -134,8 +135,12 @@ impl Drop for RedisDelivery {
         if tokio::runtime::Handle::try_current().is_err() {
             return;
         }
-        let (shared, consumer, topic, attempt) =
-            (Arc::clone(&self.shared), Arc::clone(&self.consumer), std::mem::take(&mut self.topic), self.attempt);
+        let (shared, consumer, topic, attempt) = (
+            Arc::clone(&self.shared),
+            Arc::clone(&self.consumer),
+            std::mem::take(&mut self.topic),
+            self.attempt,
+        );
         tokio::spawn(async move {
             if let Err(e) = shared.put_back(&topic, &id, &consumer, attempt, Duration::ZERO).await {
                 tracing::debug!(error = %e, "putting back a dropped delivery failed; it comes back after the visibility timeout");

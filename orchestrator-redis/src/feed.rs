@@ -500,7 +500,10 @@ impl Feed {
                 ) else {
                     continue;
                 };
-                if pending == 0 && u64::try_from(idle_ms).unwrap_or(0) > millis(idle) && *name != *self.consumer {
+                if pending == 0
+                    && u64::try_from(idle_ms).unwrap_or(0) > millis(idle)
+                    && *name != *self.consumer
+                {
                     forget(&self.shared, std::slice::from_ref(topic), &name).await;
                 }
             }

@@ -279,7 +279,8 @@ impl RedisTransport {
                 .await
                 .map_err(command("SCAN"))?;
             if !keys.is_empty() {
-                let n: usize = redis::cmd("DEL").arg(&keys).query_async(&mut conn).await.map_err(command("DEL"))?;
+                let n: usize =
+                    redis::cmd("DEL").arg(&keys).query_async(&mut conn).await.map_err(command("DEL"))?;
                 deleted += n;
             }
             if next == 0 {

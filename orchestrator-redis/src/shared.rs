@@ -110,7 +110,9 @@ impl Shared {
             let body = event.to_json_vec();
             let max = self.config.max_body;
             if body.len() > max {
-                return Err(RedisError::EventTooLarge { id: event.id().to_owned(), size: body.len(), max }.into());
+                return Err(
+                    RedisError::EventTooLarge { id: event.id().to_owned(), size: body.len(), max }.into()
+                );
             }
             out.push(Outgoing { topic: to.to_owned(), body });
         }
@@ -235,7 +237,8 @@ impl Shared {
         let mut conn = self.conn();
         for topic in topics {
             let key = self.config.stream_key(topic);
-            let len: u64 = redis::cmd("XLEN").arg(&key).query_async(&mut conn).await.map_err(command("XLEN"))?;
+            let len: u64 =
+                redis::cmd("XLEN").arg(&key).query_async(&mut conn).await.map_err(command("XLEN"))?;
             let pending: Result<Value, _> =
                 redis::cmd("XPENDING").arg(&key).arg(&self.config.group).query_async(&mut conn).await;
             let pending = match pending {

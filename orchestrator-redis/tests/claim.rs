@@ -95,7 +95,10 @@ async fn deliveries_of_a_consumer_that_died_are_taken_over_after_the_visibility_
     held.sort();
     assert_eq!(got, held.iter().map(|id| (id.clone(), 2)).collect::<Vec<_>>(), "each taken over once");
     let after = first.duration_since(died);
-    assert!(after >= VISIBILITY - Duration::from_millis(100), "taken over after {after:?}, before the timeout");
+    assert!(
+        after >= VISIBILITY - Duration::from_millis(100),
+        "taken over after {after:?}, before the timeout"
+    );
     assert_eq!(survivor.remaining().await.expect("remaining"), 0, "nothing left");
     assert!(survivor.dead_letters(None, 10).await.expect("dead letters").is_empty());
     survivor.close();
@@ -120,7 +123,11 @@ async fn a_heartbeat_keeps_a_long_handlers_delivery() {
     while started.elapsed() < 3 * VISIBILITY {
         delivery.extend(VISIBILITY).await.expect("extend");
         if let Ok(Some(stolen)) = tokio::time::timeout(Duration::from_millis(200), rival.next()).await {
-            panic!("taken over after {:?} despite the heartbeat (attempt {})", started.elapsed(), stolen.attempt());
+            panic!(
+                "taken over after {:?} despite the heartbeat (attempt {})",
+                started.elapsed(),
+                stolen.attempt()
+            );
         }
     }
     delivery.ack(vec![]).await.expect("ack");
