@@ -57,6 +57,11 @@ pub struct RedisConfig {
     pub dead_letter_limit: usize,
     /// How long a command may wait for the server's answer (default 10 s).
     pub response_timeout: Duration,
+    /// How long a publish (from outside, or the products of an ack) keeps trying through a
+    /// lost connection or a server that does not answer, a restart say, before it fails with a
+    /// transient error (default 60 s). A try whose answer was lost may have been applied: the
+    /// batch is then added twice (at least once; the store's idempotency covers it).
+    pub outage: Duration,
 }
 
 impl RedisConfig {
@@ -77,6 +82,7 @@ impl RedisConfig {
             poll: Duration::from_millis(100),
             dead_letter_limit: 100_000,
             response_timeout: Duration::from_secs(10),
+            outage: Duration::from_secs(60),
         }
     }
 

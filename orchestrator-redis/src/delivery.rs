@@ -95,7 +95,7 @@ impl Delivery for RedisDelivery {
         };
         let Some(id) = self.id.as_deref() else { return Ok(()) };
         // Products of work already accepted: never refused for capacity (capacity 0).
-        self.shared.publish_once(&outgoing, 0, Some((&self.topic, id))).await?;
+        self.shared.publish_through_outage(&outgoing, 0, Some((&self.topic, id))).await?;
         self.id = None;
         Ok(())
     }

@@ -150,6 +150,29 @@ impl Shared {
         Ok(added == 1)
     }
 
+    /// Runs the publish script (see [`Shared::publish_once`]), trying again with backoff
+    /// while it fails transiently (a lost connection, a server restarting), for up to
+    /// [`RedisConfig::outage`].
+    pub(crate) async fn publish_through_outage(
+        &self,
+        outgoing: &[Outgoing],
+        capacity: usize,
+        consumed: Option<(&str, &str)>,
+    ) -> Result<bool, TransportError> {
+        let started = Instant::now();
+        let mut failures = 0;
+        loop {
+            match self.publish_once(outgoing, capacity, consumed).await {
+                Err(e) if e.is_transient() && started.elapsed() < self.config.outage => {
+                    tracing::warn!(error = %e, "publishing to Redis failed; trying again");
+                    tokio::time::sleep(backoff(failures)).await;
+                    failures += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Publishes `outgoing` from outside: waits while a topic of the batch holds
     /// [`RedisConfig::capacity`] events waiting undelivered, up to the publish timeout
     /// ([`TransportError::Full`]); [`TransportError::Closed`] if the transport closes
@@ -159,7 +182,7 @@ impl Shared {
         let started = Instant::now();
         let mut pause = Duration::from_millis(2);
         loop {
-            if self.publish_once(outgoing, capacity, None).await? {
+            if self.publish_through_outage(outgoing, capacity, None).await? {
                 return Ok(());
             }
             let waited = started.elapsed();
