@@ -112,6 +112,16 @@
 //! fails with [`TransportError::Full`]. The capacity is per topic. The products of an ack are
 //! never refused for capacity: they are part of work already accepted.
 //!
+//! # Outages
+//!
+//! Commands go over a connection that reconnects by itself; each feed's reader reconnects with
+//! backoff. A publish (from outside, or the products of an ack) that fails on a lost connection
+//! or a server that does not answer is tried again with backoff for up to
+//! [`RedisConfig::outage`], then fails with a transient [`TransportError::Backend`]. Redis has no
+//! idempotent publish: a try whose answer was lost may have been applied, and the batch is then
+//! added twice (delivered twice; the store's idempotency covers it). A nack, extend or terminate
+//! that fails leaves the delivery pending: it is taken over after the visibility timeout.
+//!
 //! # Closing
 //!
 //! [`Transport::close`] refuses further publishes from outside ([`TransportError::Closed`]);

@@ -136,12 +136,13 @@ async fn every_workflow_completes_exactly_once_across_a_server_crash() {
         tokio::spawn(async move {
             for init in inits {
                 node.start(init).await.expect("started (the transport rides out the outage)");
-                tokio::time::sleep(Duration::from_millis(5)).await;
+                tokio::time::sleep(Duration::from_millis(15)).await;
             }
         })
     };
     wait_for(&seen, n / 5, Duration::from_secs(30)).await;
     let before = completed(&seen);
+    assert!(!starter.is_finished(), "the crash meets workflows still being started");
     tokio::task::block_in_place(|| {
         if std::env::var_os("FAULT_SIGTERM").is_some() {
             server.terminate();
