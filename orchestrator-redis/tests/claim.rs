@@ -5,7 +5,10 @@
 //! * a worker process killed with SIGKILL while it holds deliveries (its connections die with
 //!   it): this binary again, running `claim_child` with `ORCHESTRATOR_REDIS_CLAIM_PREFIX` set; it
 //!   prints `HELD <n>` once it holds its deliveries and waits to be killed;
-//! * a delivery extended every 200 ms for three visibility timeouts stays with its consumer.
+//! * a delivery extended every 200 ms for three visibility timeouts stays with its consumer;
+//! * consumers do not pile up in the groups: a subscription that ends holding nothing removes
+//!   its consumer, and a consumer that died is removed once it holds nothing and was idle for
+//!   ten visibility timeouts.
 
 mod common;
 
@@ -208,5 +211,94 @@ async fn deliveries_of_a_killed_worker_process_are_taken_over() {
     assert!(first.duration_since(killed) <= VISIBILITY * 3, "taken over {:?} after the kill", first - killed);
     assert_eq!(survivor.remaining().await.expect("remaining"), 0, "nothing left");
     survivor.close();
+    delete(&survivor).await;
+}
+
+/// The consumers of `topic`'s group.
+async fn consumers(transport: &RedisTransport) -> Vec<String> {
+    let info: redis::Value = redis::cmd("XINFO")
+        .arg("CONSUMERS")
+        .arg(transport.config().stream_key(TOPIC))
+        .arg(&transport.config().group)
+        .query_async(&mut transport.connection())
+        .await
+        .expect("XINFO CONSUMERS");
+    let redis::Value::Array(consumers) = info else { panic!("XINFO CONSUMERS: {info:?}") };
+    consumers
+        .iter()
+        .filter_map(|c| match c {
+            redis::Value::Array(fields) => match fields.as_slice() {
+                [_, redis::Value::BulkString(name), ..] => Some(String::from_utf8_lossy(name).into_owned()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// Waits until `topic`'s group has the consumers `expected` (at most `within`).
+async fn wait_for_consumers(transport: &RedisTransport, expected: &[&str], within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let mut now = consumers(transport).await;
+        now.sort();
+        if now == expected {
+            return;
+        }
+        assert!(Instant::now() < deadline, "consumers {now:?}, expected {expected:?} within {within:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumers_that_hold_nothing_are_removed() {
+    let Some(url) = redis_url() else { return };
+    let prefix = fresh_prefix();
+    let short = |url: &str| RedisConfig {
+        visibility_timeout: Duration::from_millis(300),
+        ..deployment(url, &prefix)
+    };
+    let leaving = RedisTransport::connect(short(&url)).await.expect("connect");
+    leaving.publish(vec![event(0)]).await.expect("publish");
+    let mut subscription = leaving.subscribe(only()).await.expect("subscribe");
+    let name = subscription.consumer().to_owned();
+    let delivery = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+        .await
+        .expect("a delivery within 10 s")
+        .expect("a delivery");
+    delivery.ack(vec![]).await.expect("ack");
+    wait_for_consumers(&leaving, &[&name], Duration::from_secs(5)).await;
+    drop(subscription);
+    wait_for_consumers(&leaving, &[], Duration::from_secs(5)).await;
+
+    // A consumer that dies holding a delivery stays until its delivery is taken over and it
+    // has been idle for ten visibility timeouts (3 s here).
+    let dying = RedisTransport::connect(short(&url)).await.expect("connect");
+    dying.publish(vec![event(1)]).await.expect("publish");
+    let mut subscription = dying.subscribe(only()).await.expect("subscribe");
+    let dead = subscription.consumer().to_owned();
+    let delivery = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+        .await
+        .expect("a delivery within 10 s")
+        .expect("a delivery");
+    std::mem::forget(delivery);
+    drop(subscription);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_for_consumers(&dying, &[&dead], Duration::from_secs(5)).await;
+    let survivor = RedisTransport::connect(short(&url)).await.expect("connect");
+    let mut subscription = survivor.subscribe(only()).await.expect("subscribe");
+    let alive = subscription.consumer().to_owned();
+    let taken = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+        .await
+        .expect("taken over within 10 s")
+        .expect("a delivery");
+    assert_eq!((taken.event().id(), taken.attempt()), ("work-1", 2));
+    taken.ack(vec![]).await.expect("ack");
+    wait_for_consumers(&survivor, &[&alive], Duration::from_secs(10)).await;
+    survivor.close();
+    assert!(
+        tokio::time::timeout(Duration::from_secs(10), subscription.next()).await.expect("the end").is_none()
+    );
+    wait_for_consumers(&survivor, &[], Duration::from_secs(5)).await;
     delete(&survivor).await;
 }

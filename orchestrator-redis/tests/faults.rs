@@ -109,7 +109,10 @@ async fn every_workflow_completes_exactly_once_across_a_server_crash() {
         return;
     }
     let Some(binary) = redis_server_binary() else {
-        assert!(std::env::var_os("CI").is_none(), "redis-server is missing, and CI makes this test mandatory");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "redis-server is missing, and CI makes this test mandatory"
+        );
         println!("skipping: no redis-server binary (set REDIS_SERVER)");
         return;
     };
