@@ -152,3 +152,46 @@ impl RedisConfig {
         format!("{}:topics", self.prefix)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_valid_and_each_setting_out_of_range_is_named() {
+        let config = RedisConfig::new("redis://127.0.0.1:6379");
+        assert!(config.validate().is_ok());
+        let cases: Vec<(RedisConfig, &str)> = vec![
+            (config.clone().prefix(""), "prefix"),
+            (config.clone().prefix("a b"), "prefix"),
+            (RedisConfig { group: String::new(), ..config.clone() }, "group"),
+            (RedisConfig { capacity: 0, ..config.clone() }, "capacity"),
+            (RedisConfig { max_deliveries: 0, ..config.clone() }, "max_deliveries"),
+            (RedisConfig { batch: 0, ..config.clone() }, "batch"),
+            (RedisConfig { max_body: 10, ..config.clone() }, "max_body"),
+            (
+                RedisConfig { visibility_timeout: Duration::from_millis(5), ..config.clone() },
+                "visibility_timeout",
+            ),
+            (RedisConfig { poll: Duration::ZERO, ..config.clone() }, "poll"),
+            (RedisConfig { dead_letter_limit: 0, ..config.clone() }, "dead_letter_limit"),
+        ];
+        for (config, name) in cases {
+            match config.validate() {
+                Err(TransportError::InvalidConfig { message }) => {
+                    assert!(message.contains(name), "{message}")
+                }
+                other => panic!("{name}: expected InvalidConfig, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn keys_start_with_the_prefix() {
+        let config = RedisConfig::new("redis://x").prefix("acme");
+        assert_eq!(config.stream_key("com.a"), "acme:t:com.a");
+        assert_eq!(config.delayed_key("com.a"), "acme:d:com.a");
+        assert_eq!(config.dead_key(), "acme:dead");
+        assert_eq!(config.topics_key(), "acme:topics");
+    }
+}

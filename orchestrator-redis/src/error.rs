@@ -48,8 +48,10 @@ pub enum RedisError {
 }
 
 impl RedisError {
-    /// Whether trying again may help: everything but an event too large, and a command the
-    /// server refused for good (a wrong type, an unknown command).
+    /// Whether trying again may help: a lost or refused connection, a timeout, a server
+    /// loading its data, busy with a script, or read-only during a failover; not an event too
+    /// large, an answer not understood, or a command the server refused for good (a wrong
+    /// type, an error in a script).
     pub fn is_transient(&self) -> bool {
         match self {
             Self::EventTooLarge { .. } | Self::Protocol { .. } => false,
@@ -58,8 +60,10 @@ impl RedisError {
                 source.is_io_error()
                     || source.is_timeout()
                     || source.is_connection_dropped()
-                    || source.code().is_some_and(|code| matches!(code, "LOADING" | "BUSY" | "TRYAGAIN"))
-                    || source.code().is_none()
+                    || source.is_connection_refusal()
+                    || source.code().is_some_and(|code| {
+                        matches!(code, "LOADING" | "BUSY" | "TRYAGAIN" | "MASTERDOWN" | "READONLY")
+                    })
             }
         }
     }

@@ -35,7 +35,9 @@
 //! # Layout on the server
 //!
 //! Every key starts with [`RedisConfig::prefix`] (default `orchestrator`); a deployment on a
-//! shared server picks its own.
+//! shared server picks its own. The transport needs one server (a primary, with replicas or
+//! not), not Redis Cluster: its scripts touch the keys of several topics at once. It needs
+//! Redis 6.2 or later (`XAUTOCLAIM`, exclusive ranges); it is tested on 7.0.
 //!
 //! * **A stream per topic**, `<prefix>:t:<topic>`: the events whose `to` is the topic. Each
 //!   entry has a field `body`, the event as CloudEvents structured JSON, and, when the event was
@@ -82,7 +84,10 @@
 //! without a heartbeat) stays pending in the group; the feeds of every process look for such
 //! entries and **take them over with `XAUTOCLAIM`** once they have been idle for the visibility
 //! timeout. An event is handled again after a crash: the store's fencing and idempotency make
-//! that harmless.
+//! that harmless. A handler that outlives its visibility timeout without a heartbeat may so run
+//! beside the consumer that took its delivery over; whichever settles first settles the event
+//! (an ack of a delivery taken over still adds its products and removes the entry; a nack or
+//! an extend of one does nothing).
 //!
 //! The attempt of a delivery is the deliveries counted by the group (`XPENDING`) plus those of
 //! the entries it replaces. After [`RedisConfig::max_deliveries`] an event becomes a dead
@@ -331,5 +336,14 @@ impl Transport for RedisTransport {
 
     fn close(&self) {
         self.shared.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn glob_characters_of_a_prefix_are_escaped() {
+        assert_eq!(super::glob_escape("a*b?[c]\\d"), "a\\*b\\?\\[c\\]\\\\d");
+        assert_eq!(super::glob_escape("plain-prefix"), "plain-prefix");
     }
 }

@@ -375,3 +375,21 @@ pub(crate) fn array(v: &Value) -> Option<&[Value]> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_is_shown_without_its_password() {
+        assert_eq!(redacted("redis://user:secret@host:6379/0"), "redis://***@host:6379/0");
+        assert_eq!(redacted("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+    }
+
+    #[test]
+    fn millis_never_rounds_a_delay_down_to_zero() {
+        assert_eq!(millis(Duration::ZERO), 0);
+        assert_eq!(millis(Duration::from_micros(10)), 1);
+        assert_eq!(millis(Duration::from_millis(1500)), 1500);
+    }
+}
