@@ -15,7 +15,7 @@ use orchestrator::prelude::*;
 use orchestrator::runtime::{Node, NodeError, RetryPolicy, WorkflowStatus};
 use orchestrator::transport::Transport;
 use orchestrator_examples::calculator::flows::AverageFlow;
-use orchestrator_examples::calculator::{AverageClient, AverageInput, AverageV1, services};
+use orchestrator_examples::calculator::{AddV1, AverageClient, AverageInput, AverageV1, services};
 
 const CLIENT: &str = "com.test.client";
 
@@ -296,4 +296,52 @@ async fn run_awaits_the_completion_and_a_redelivered_init_starts_nothing() {
     assert!(matches!(node.run(other).await, Err(NodeError::NotAClient { .. })));
     node.shutdown().await;
     assert!(node.take_dead_letters().is_empty());
+}
+
+/// A node records in its store's catalog what tools need to show its workflows without the
+/// user's code: the orchestrator's version with its chart and the contracts it uses, and each
+/// contract's document. A store without a catalog (the counting wrapper above) is left alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_records_its_workflows_in_the_stores_catalog() {
+    use orchestrator::memory::{Catalog, DefinitionKind};
+    let store = Arc::new(InMemory::<WorkflowRecord>::default());
+    let node = Node::builder(Arc::clone(&store))
+        .service(services::add().expect("add"))
+        .service(services::divide().expect("divide"))
+        .orchestrator(Orchestrator::builder(Arc::clone(&store)).machine::<AverageFlow>())
+        .without_timers()
+        .build()
+        .await
+        .expect("a node");
+    let recorded = store.definitions().await.expect("the catalog");
+    let keys: Vec<(DefinitionKind, &str)> =
+        recorded.iter().map(|r| (r.definition.kind, r.definition.name.as_str())).collect();
+    assert_eq!(
+        keys,
+        [
+            (DefinitionKind::Contract, "arvo.orc.calc.average"),
+            (DefinitionKind::Contract, "com.calc.add"),
+            (DefinitionKind::Contract, "com.calc.divide"),
+            (DefinitionKind::Orchestrator, "arvo.orc.calc.average"),
+        ],
+        "the orchestrator and the contracts it uses, each once"
+    );
+    let add = &recorded[1].definition;
+    assert_eq!(add.document, AddV1::versioned().to_json_schema(), "Arvo's toJsonSchema() of the version");
+    let flow = &recorded[3].definition.document;
+    assert_eq!(flow["machine"], <AverageFlow as orchestrator::machine::Machine>::NAME);
+    assert_eq!(flow["resumable"], false);
+    assert_eq!(flow["contract"]["type"], "arvo.orc.calc.average");
+    let services: Vec<&str> = flow["services"]
+        .as_array()
+        .expect("services")
+        .iter()
+        .map(|s| s["type"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(services, ["com.calc.add", "com.calc.divide"]);
+    let mermaid = flow["chart"]["mermaid"].as_str().expect("a Mermaid chart");
+    assert!(mermaid.starts_with("stateDiagram-v2"), "{mermaid}");
+    assert!(flow["chart"]["dot"].as_str().expect("a DOT chart").starts_with("digraph"));
+    assert!(flow["chart"]["xstate"]["states"].is_object(), "an XState machine");
+    node.shutdown().await;
 }

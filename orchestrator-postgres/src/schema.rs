@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this crate writes and reads. A database at a newer version is refused
 /// with [`OpenError::NewerSchema`].
-pub const SCHEMA_VERSION: i32 = 6;
+pub const SCHEMA_VERSION: i32 = 7;
 
 /// The migrations, in order: entry `i` brings the schema from version `i` to `i + 1`. `{s}` is
 /// replaced by the quoted schema name.
@@ -632,6 +632,16 @@ const MIGRATIONS: &[&str] = &[
          o_status := 0;
          o_version := v_version;
      END $fn$;",
+    // 7: the catalog, what nodes recorded of the workflows they run (definitions of
+    // orchestrators and contracts, `orchestrator::memory::Catalog`).
+    "CREATE TABLE {s}.catalog (
+         kind text NOT NULL,
+         name text NOT NULL,
+         version text NOT NULL,
+         document text NOT NULL,
+         recorded_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (kind, name, version)
+     );",
 ];
 
 // One migration per version: a migration appended without bumping the version (or the

@@ -7,9 +7,9 @@ use std::time::{Duration, SystemTime};
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use orchestrator::event::Event;
 use orchestrator::memory::{
-    Acquired, Commit, EventKey, Journal, JournalRecord, Lease, Materialized, Memory, MemoryError, NodeId,
-    Page, Retention, Stored, SubjectColumns, Wake, WorkflowFilter, WorkflowIndex, WorkflowState,
-    WorkflowSummary, check_id, from_unix_ms, unix_ms,
+    Acquired, Catalog, Commit, Definition, DefinitionKind, DynCatalog, EventKey, Journal, JournalRecord,
+    Lease, Materialized, Memory, MemoryError, NodeId, Page, Recorded, Retention, Stored, SubjectColumns,
+    Wake, WorkflowFilter, WorkflowIndex, WorkflowState, WorkflowSummary, check_id, from_unix_ms, unix_ms,
 };
 use orchestrator::outbox::{Outbox, Pending};
 use serde::Serialize;
@@ -337,6 +337,10 @@ impl<R> Memory<R> for PgStore<R>
 where
     R: Serialize + DeserializeOwned + Send + Sync + 'static,
 {
+    fn catalog(&self) -> Option<&dyn DynCatalog> {
+        Some(self)
+    }
+
     async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
         check_id(id)?;
         let client = self.client(id).await?;
@@ -746,6 +750,46 @@ impl<R: Send + Sync> WorkflowIndex for PgStore<R> {
         let values = FilterParams::new(filter);
         let rows = self.query_fresh("(workflows)", q::COUNT_WORKFLOWS, &values.params()).await?;
         rows.first().map_or(Ok(0), |row| to_u64("(workflows)", "count", row.get(0)))
+    }
+}
+
+impl<R: Send + Sync> Catalog for PgStore<R> {
+    async fn record(&self, definitions: &[Definition]) -> Result<(), MemoryError> {
+        const KEY: &str = "(catalog)";
+        if definitions.is_empty() {
+            return Ok(());
+        }
+        let kinds: Vec<&str> = definitions.iter().map(|d| d.kind.as_str()).collect();
+        let names: Vec<&str> = definitions.iter().map(|d| d.name.as_str()).collect();
+        let versions: Vec<&str> = definitions.iter().map(|d| d.version.as_str()).collect();
+        let documents = definitions
+            .iter()
+            .map(|d| encode(KEY, "catalog document", &d.document))
+            .collect::<Result<Vec<String>, MemoryError>>()?;
+        let client = self.client(KEY).await?;
+        self.query(&client, KEY, q::CATALOG_RECORD, &[&kinds, &names, &versions, &documents]).await?;
+        Ok(())
+    }
+
+    async fn definitions(&self) -> Result<Vec<Recorded>, MemoryError> {
+        const KEY: &str = "(catalog)";
+        let client = self.client(KEY).await?;
+        let rows = self.query(&client, KEY, q::CATALOG_LIST, &[]).await?;
+        let mut recorded = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let Some(kind) = DefinitionKind::parse(row.get(0)) else { continue };
+            let document: String = row.get(3);
+            recorded.push(Recorded {
+                definition: Definition {
+                    kind,
+                    name: row.get(1),
+                    version: row.get(2),
+                    document: decode(KEY, "catalog document", &document)?,
+                },
+                recorded_at: from_unix_ms(to_u64(KEY, "time", row.get(4))?),
+            });
+        }
+        Ok(recorded)
     }
 }
 

@@ -62,6 +62,13 @@ pub struct RedisConfig {
     /// transient error (default 60 s). A try whose answer was lost may have been applied: the
     /// batch is then added twice (at least once; the store's idempotency covers it).
     pub outage: Duration,
+    /// Whether a durable node keeps the events it produces in its store's outbox until they
+    /// are consumed (`true`), or lets them leave it once Redis acknowledged them (`false`, the
+    /// default: [`Transport::stores_published`](orchestrator::transport::Transport::stores_published)).
+    /// `true` covers a Redis that loses acknowledged writes (see the crate documentation), but
+    /// only when every node of the deployment shares one store: an event consumed by a node over
+    /// another store would stay in the producer's outbox, published again at each start.
+    pub keep_until_consumed: bool,
 }
 
 impl RedisConfig {
@@ -83,6 +90,7 @@ impl RedisConfig {
             dead_letter_limit: 100_000,
             response_timeout: Duration::from_secs(10),
             outage: Duration::from_secs(60),
+            keep_until_consumed: false,
         }
     }
 

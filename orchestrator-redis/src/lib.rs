@@ -152,12 +152,16 @@
 //! * A script is atomic while the server runs, but a server killed during an `appendfsync
 //!   everysec` window can come back without some of its effects.
 //!
-//! For events that must not be lost, run Redis with `appendonly yes` and `appendfsync always`
-//! on a single primary (no failover that can drop writes), or keep the events in a durable
-//! store's outbox: a durable [`Node`](orchestrator::runtime::Node) keeps every event it
-//! produces in its store's outbox until it is consumed, and publishes the outbox again when it
-//! starts, so a loss of the transport delays workflows rather than losing them. Redis must not
-//! be the system of record for workflow state.
+//! A durable [`Node`](orchestrator::runtime::Node) puts what a step produces in its store's
+//! outbox in the step's own transaction, and by default lets it leave once Redis acknowledged
+//! it ([`Transport::stores_published`]): a crash of the node between the two loses nothing, but
+//! what Redis then loses is lost. For events that must not be lost, run Redis with `appendonly
+//! yes` and `appendfsync always` on a single primary (no failover that can drop writes), or,
+//! when every node of the deployment shares one store, set
+//! [`RedisConfig::keep_until_consumed`]: the outbox then keeps each event until a node consumed
+//! it and publishes what is left again when a node starts, so a loss of the transport delays
+//! workflows rather than losing them. Redis must not be the system of record for workflow
+//! state.
 //!
 //! [`Delivery`]: orchestrator::transport::Delivery
 //! [`Delivery::ack`]: orchestrator::transport::Delivery::ack
@@ -336,6 +340,12 @@ impl Transport for RedisTransport {
 
     fn close(&self) {
         self.shared.close();
+    }
+
+    /// True unless [`RedisConfig::keep_until_consumed`] is set: a publish returns once the
+    /// server acknowledged the events (see the crate documentation on what Redis promises).
+    fn stores_published(&self) -> bool {
+        !self.shared.config.keep_until_consumed
     }
 }
 

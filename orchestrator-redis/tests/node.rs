@@ -129,3 +129,71 @@ async fn an_init_published_several_times_starts_one_workflow() {
     assert_eq!(handled, 2 * n, "each completion was handled once");
     delete(&transport).await;
 }
+
+/// The orchestrator and the services in separate durable nodes, each over its own database: an
+/// event leaves a node's outbox once Redis acknowledged it, so neither outbox keeps what the
+/// other node consumed. With `keep_until_consumed` the orchestrating node's outbox keeps its
+/// requests (consumed by the other node, over the other store), as the setting says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_over_separate_stores_leave_nothing_in_their_outboxes() {
+    use orchestrator::handler::EventHandler;
+    use orchestrator::orchestration::Orchestrator;
+    use orchestrator::outbox::Outbox;
+    use orchestrator::runtime::Node;
+    use orchestrator_examples::calculator::flows::AverageFlow;
+    use orchestrator_examples::calculator::services;
+
+    let Some(url) = redis_url() else { return };
+    for keep_until_consumed in [false, true] {
+        let n = 50;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let deployment = orchestrator_redis::RedisConfig { keep_until_consumed, ..config(&url) };
+        let flows = open(&dir.path().join("flows.db"), "flows");
+        let workers = open(&dir.path().join("services.db"), "services");
+        let transport_a = RedisTransport::connect(deployment.clone()).await.expect("connect");
+        let transport_b = RedisTransport::connect(deployment).await.expect("connect");
+        assert_eq!(transport_a.stores_published(), !keep_until_consumed);
+        let (add, divide) = (services::add().expect("add"), services::divide().expect("divide"));
+        let seen = Seen::default();
+        let orchestrating = Node::builder(Arc::clone(&flows))
+            .transport(transport_a.clone())
+            .durable()
+            .orchestrator(Orchestrator::builder(Arc::clone(&flows)).machine::<AverageFlow>())
+            .service(Client::new(&seen))
+            .remote(add.source())
+            .remote(divide.source())
+            .without_timers()
+            .build()
+            .await
+            .expect("the orchestrating node");
+        let serving = Node::builder(Arc::clone(&workers))
+            .transport(transport_b.clone())
+            .durable()
+            .service(add)
+            .service(divide)
+            .without_timers()
+            .build()
+            .await
+            .expect("the serving node");
+        let inits: Vec<Event> =
+            (0..n).map(|i| init(if keep_until_consumed { "kept" } else { "apart" }, i)).collect();
+        for init in &inits {
+            orchestrating.start(init.clone()).await.expect("started");
+        }
+        wait_for(&seen, n, Duration::from_secs(120)).await;
+        tokio::time::timeout(Duration::from_secs(30), orchestrating.shutdown()).await.expect("shut down");
+        tokio::time::timeout(Duration::from_secs(30), serving.shutdown()).await.expect("shut down");
+        let left = (
+            flows.pending(0, 1_000).await.expect("an outbox").len(),
+            workers.pending(0, 1_000).await.expect("an outbox").len(),
+        );
+        if keep_until_consumed {
+            // Each workflow's two requests, consumed over the other store; the answers likewise.
+            assert_eq!(left, (2 * n, 2 * n), "kept until a node of the same store consumes them");
+        } else {
+            check(&flows, &transport_a, &seen, &inits).await;
+            assert_eq!(left, (0, 0), "nothing left in either outbox");
+        }
+        delete(&transport_a).await;
+    }
+}

@@ -108,6 +108,7 @@
 //! ```
 
 mod cache;
+mod catalog;
 mod checkpoint;
 mod config;
 mod error;

@@ -21,6 +21,10 @@ impl<R> Memory<R> for SqliteMemory<R>
 where
     R: Serialize + DeserializeOwned + Send + Sync + 'static,
 {
+    fn catalog(&self) -> Option<&dyn orchestrator::memory::DynCatalog> {
+        Some(self)
+    }
+
     async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
         check_id(id)?;
         read(&self.readers, id, |conn, id| reads::record(conn, id, Tables::Live)).await

@@ -178,8 +178,21 @@ CREATE INDEX workflows_root_created ON workflows (root, created_at_ms DESC, id D
 CREATE INDEX workflows_execution ON workflows (execution_id) WHERE execution_id IS NOT NULL;
 ";
 
+/// Version 7: the catalog, what nodes recorded of the workflows they run (see
+/// [`orchestrator::memory::Catalog`]).
+const V7: &str = "
+CREATE TABLE catalog (
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    document TEXT NOT NULL,
+    recorded_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (kind, name, version)
+) WITHOUT ROWID;
+";
+
 /// The migration steps, oldest first: step `i` leads to version `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// After [`V6`]: each existing workflow's root (up its parents to the last one stored, or the
 /// first one missing) and its subject's columns (when its id is an orchestration subject).

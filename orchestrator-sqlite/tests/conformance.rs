@@ -102,3 +102,10 @@ async fn its_workflow_index_conforms() {
     let dir = temp_dir();
     testing::index(factory(&dir, Synchronous::Full)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn its_catalog_conforms() {
+    let _serial = SERIAL.lock().await;
+    let dir = temp_dir();
+    testing::catalog(factory(&dir, Synchronous::Full)).await;
+}

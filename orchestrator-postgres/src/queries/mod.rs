@@ -33,6 +33,8 @@ macro_rules! workflow_filter {
 
 mod ack;
 mod acquire;
+mod catalog_list;
+mod catalog_record;
 mod children;
 mod claim;
 mod claim_due;
@@ -70,6 +72,8 @@ mod unlock;
 
 pub(crate) use ack::ACK;
 pub(crate) use acquire::ACQUIRE;
+pub(crate) use catalog_list::CATALOG_LIST;
+pub(crate) use catalog_record::CATALOG_RECORD;
 pub(crate) use children::CHILDREN;
 pub(crate) use claim::CLAIM;
 pub(crate) use claim_due::CLAIM_DUE;

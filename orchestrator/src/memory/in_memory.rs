@@ -6,11 +6,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use super::catalog::CatalogMap;
 use super::{
     Acquired, Commit, EventKey, Journal, JournalRecord, Lease, Materialized, Memory, MemoryError, Page,
     Retention, Stored, SubjectColumns, Wake, WorkflowFilter, WorkflowIndex, WorkflowState, WorkflowSummary,
     check_id,
 };
+use super::{Catalog, Definition, DynCatalog, Recorded};
 use crate::clock::{Clock, SystemClock};
 use crate::event::Event;
 
@@ -191,6 +193,8 @@ pub struct InMemory<R> {
     config: InMemoryConfig,
     /// The store's clock: leases, retention delays and due wake-ups are judged by it.
     clock: Arc<dyn Clock>,
+    /// What nodes recorded of their workflows.
+    catalog: CatalogMap,
 }
 
 impl<R> Default for InMemory<R> {
@@ -215,6 +219,7 @@ impl<R> InMemory<R> {
             next_token: AtomicU64::new(1),
             config,
             clock: Arc::new(SystemClock),
+            catalog: CatalogMap::default(),
         }
     }
 
@@ -376,7 +381,22 @@ fn produced_in<R>(slot: &Slot<R>, event: EventKey<'_>) -> Option<Vec<Event>> {
     slot.journal.get(position).map(|e| e.produced.clone())
 }
 
+impl<R: Send + Sync> Catalog for InMemory<R> {
+    async fn record(&self, definitions: &[Definition]) -> Result<(), MemoryError> {
+        self.catalog.record(definitions, self.clock.now());
+        Ok(())
+    }
+
+    async fn definitions(&self) -> Result<Vec<Recorded>, MemoryError> {
+        Ok(self.catalog.definitions())
+    }
+}
+
 impl<R: Clone + Send + Sync + 'static> Memory<R> for InMemory<R> {
+    fn catalog(&self) -> Option<&dyn DynCatalog> {
+        Some(self)
+    }
+
     async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
         check_id(id)?;
         let shard = lock_shard(self.shard(id));
@@ -657,6 +677,7 @@ mod tests {
         crate::memory::testing::conformance(|s| fast(s.lease_ttl, s.retention)).await;
         crate::memory::testing::journal(|s| fast(s.lease_ttl, s.retention)).await;
         crate::memory::testing::index(|s| fast(s.lease_ttl, s.retention)).await;
+        crate::memory::testing::catalog(|s| fast(s.lease_ttl, s.retention)).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

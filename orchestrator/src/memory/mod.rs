@@ -33,6 +33,7 @@
 //! `testing::conformance`, the suite every backend must pass (and `testing::index`, the
 //! workflow index's).
 
+mod catalog;
 mod dynamic;
 mod in_memory;
 mod index;
@@ -46,6 +47,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::event::Event;
 
+pub use catalog::{Catalog, Definition, DefinitionKind, DynCatalog, Recorded};
 pub use in_memory::{InMemory, InMemoryConfig};
 pub use index::{
     DEFAULT_PAGE, Page, SubjectColumns, TimeRange, WorkflowCursor, WorkflowFilter, WorkflowIndex,
@@ -355,6 +357,13 @@ macro_rules! memory_trait {
                 fn $name<$a>(&$s self $(, $arg: $ty)*)
                     -> impl std::future::Future<Output = Result<$out, MemoryError>> + Send + $a;
             )*
+
+            /// The store's [`Catalog`] of definitions, when it keeps one: a
+            /// [`Node`](crate::runtime::Node) records there the orchestrators it runs and their
+            /// contracts when it starts. `None` (the default): the store keeps none.
+            fn catalog(&self) -> Option<&dyn DynCatalog> {
+                None
+            }
         }
 
         /// Object-safe [`Memory`]: every [`Memory`] is a `DynMemory`, and
@@ -372,6 +381,8 @@ macro_rules! memory_trait {
                 fn $dyn_name<$a>(&$s self $(, $arg: $ty)*)
                     -> dynamic::BoxFuture<$a, Result<$out, MemoryError>>;
             )*
+            /// See [`Memory::catalog`].
+            fn catalog_dyn(&self) -> Option<&dyn DynCatalog>;
         }
 
         impl<R: Send + Sync + 'static, M: Memory<R>> DynMemory<R> for M {
@@ -380,6 +391,9 @@ macro_rules! memory_trait {
                     Box::pin(self.$name($($arg),*))
                 }
             )*
+            fn catalog_dyn(&self) -> Option<&dyn DynCatalog> {
+                self.catalog()
+            }
         }
 
         // `(**self)`: the `Arc` is itself a `DynMemory` (through the blanket impl), so calling
@@ -391,6 +405,9 @@ macro_rules! memory_trait {
                     (**self).$dyn_name($($arg),*)
                 }
             )*
+            fn catalog(&self) -> Option<&dyn DynCatalog> {
+                (**self).catalog_dyn()
+            }
         }
 
         impl<R: Send + Sync + 'static, M: Memory<R>> Memory<R> for Arc<M> {
@@ -400,6 +417,9 @@ macro_rules! memory_trait {
                     (**self).$name($($arg),*)
                 }
             )*
+            fn catalog(&self) -> Option<&dyn DynCatalog> {
+                (**self).catalog()
+            }
         }
     };
 }

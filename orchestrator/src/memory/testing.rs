@@ -749,6 +749,81 @@ async fn finished_workflows_follow_the_retention<M: Store>(m: &M, retention: Ret
     assert!(m.lock("fin").await.expect("lock").is_some(), "a finished workflow's lease was released");
 }
 
+/// The catalog's suite: a fresh store's catalog is empty, is the one
+/// [`Memory::catalog`] returns, records definitions (of both kinds, several versions, a document
+/// with unicode and nesting), replaces one recorded again (same kind, name and version) with its
+/// new document and time, keeps a definition of the other kind under the same name apart, and
+/// lists them by kind (contracts first), name and version.
+pub async fn catalog<M, F>(make: F)
+where
+    M: Memory<String> + super::Catalog + 'static,
+    F: Fn(Settings) -> M,
+{
+    use super::{Definition, DefinitionKind};
+    let m = make(Settings { lease_ttl: Duration::from_secs(60), retention: Retention::Keep });
+    assert!(m.definitions().await.expect("definitions").is_empty(), "a new store's catalog is empty");
+    assert!(m.catalog().is_some(), "the store says it keeps a catalog");
+    let definition = |kind, name: &str, version: &str, document: serde_json::Value| Definition {
+        kind,
+        name: name.to_owned(),
+        version: version.to_owned(),
+        document,
+    };
+    let first = vec![
+        definition(
+            DefinitionKind::Orchestrator,
+            "arvo.orc.shop.order",
+            "1.0.0",
+            serde_json::json!({"machine": "order"}),
+        ),
+        definition(DefinitionKind::Contract, "com.shop.pay", "2.0.0", serde_json::json!({"v": 2})),
+        definition(
+            DefinitionKind::Contract,
+            "com.shop.pay",
+            "1.0.0",
+            serde_json::json!({"v": 1, "note": "café ✓", "nested": {"a": [1, 2]}}),
+        ),
+        definition(
+            DefinitionKind::Contract,
+            "arvo.orc.shop.order",
+            "1.0.0",
+            serde_json::json!({"self": true}),
+        ),
+    ];
+    m.record(&first).await.expect("record");
+    let listed = m.definitions().await.expect("definitions");
+    let keys: Vec<(DefinitionKind, &str, &str)> = listed
+        .iter()
+        .map(|r| (r.definition.kind, r.definition.name.as_str(), r.definition.version.as_str()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            (DefinitionKind::Contract, "arvo.orc.shop.order", "1.0.0"),
+            (DefinitionKind::Contract, "com.shop.pay", "1.0.0"),
+            (DefinitionKind::Contract, "com.shop.pay", "2.0.0"),
+            (DefinitionKind::Orchestrator, "arvo.orc.shop.order", "1.0.0"),
+        ],
+        "by kind, name and version; one kind's entry does not replace the other's"
+    );
+    assert_eq!(listed[1].definition, first[2], "the document round-trips");
+    let before = listed[3].recorded_at;
+
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let again = definition(
+        DefinitionKind::Orchestrator,
+        "arvo.orc.shop.order",
+        "1.0.0",
+        serde_json::json!({"machine": "order", "v": 2}),
+    );
+    m.catalog().expect("a catalog").record_dyn(std::slice::from_ref(&again)).await.expect("record again");
+    let listed = m.definitions().await.expect("definitions");
+    assert_eq!(listed.len(), 4, "recorded again: replaced, not added");
+    assert_eq!(listed[3].definition, again, "the new document replaced the old");
+    assert!(listed[3].recorded_at > before, "and its time");
+    assert_eq!(listed[1].definition, first[2], "the others stay");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

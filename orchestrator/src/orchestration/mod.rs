@@ -55,6 +55,7 @@
 //!   redelivered init event then starts a new workflow, so every store keeps finished workflows
 //!   by default ([`Retention::Keep`](crate::memory::Retention::Keep)).
 
+mod definitions;
 pub mod history;
 mod lifecycle;
 mod options;

@@ -9,14 +9,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::definitions;
 use super::options::{Options, option_setters};
 use super::{CoreStep, Locking, StepError, StepInput, StepOutput, Workflow, WorkflowRecord};
 use crate::contract::{ContractVersion, Emits, VersionedContract};
 use crate::domain::Domain;
 use crate::emit::{completion_events, request_events};
 use crate::machine::{Machine, MachineError, MachineInstance, ServiceRequest, Snapshot};
-use crate::memory::Memory;
 use crate::memory::unix_ms;
+use crate::memory::{Definition, Memory};
 use crate::subject::Subject;
 use crate::telemetry;
 use crate::violation::Violation;
@@ -38,6 +39,8 @@ trait ErasedMachine: Send + Sync + 'static {
     fn complete_type(&self) -> &'static str;
     fn services(&self) -> Vec<&'static VersionedContract>;
     fn run(&self, input: &StepInput<'_>) -> Result<Stepped, StepError>;
+    /// The machine's definitions for a store's catalog.
+    fn definitions(&self) -> Vec<Definition>;
 }
 
 struct Erased<M>(PhantomData<fn() -> M>);
@@ -64,6 +67,13 @@ impl<M: Machine> ErasedMachine for Erased<M> {
 
     fn complete_type(&self) -> &'static str {
         <M::Contract as Emits<M::Output>>::EVENT_TYPE
+    }
+
+    fn definitions(&self) -> Vec<Definition> {
+        let services: Vec<(&str, &VersionedContract)> =
+            M::services().into_iter().map(|s| (s.name, s.contract)).collect();
+        let chart = definitions::ChartOf { machine: M::NAME, chart: M::chart(), names: M::names() };
+        definitions::workflow(self.contract(), &services, Some(chart))
     }
 
     fn run(&self, input: &StepInput<'_>) -> Result<Stepped, StepError> {
@@ -139,6 +149,12 @@ impl fmt::Debug for MachineCore {
 }
 
 impl MachineCore {
+    /// What a node records of these machines in its store's catalog: each version's
+    /// orchestrator definition (with its chart) and its contracts.
+    pub fn definitions(&self) -> Vec<Definition> {
+        self.machines.iter().flat_map(|m| m.definitions()).collect()
+    }
+
     /// The contracts of the services the machines call (each once, in declaration order).
     pub fn services(&self) -> Vec<&'static VersionedContract> {
         let mut services: Vec<&'static VersionedContract> = Vec::new();
@@ -251,6 +267,12 @@ impl<Mem: Memory<WorkflowRecord> + 'static> Workflow<MachineCore, Mem> {
     /// The contracts of the services its machines call.
     pub fn services(&self) -> Vec<&'static VersionedContract> {
         self.lifecycle().core().services()
+    }
+
+    /// What a node records of this orchestrator in its store's catalog (see
+    /// [`Catalog`](crate::memory::Catalog)).
+    pub fn definitions(&self) -> Vec<Definition> {
+        self.lifecycle().core().definitions()
     }
 }
 

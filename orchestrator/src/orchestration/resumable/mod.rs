@@ -167,6 +167,14 @@ impl ResumableCore {
         &self.services
     }
 
+    /// What a node records of this resumable in its store's catalog: each version's
+    /// orchestrator definition (no chart) and its contracts.
+    pub fn definitions(&self) -> Vec<crate::memory::Definition> {
+        let services: Vec<(&str, &VersionedContract)> =
+            self.services.iter().map(|s| (s.accepts().event_type(), *s)).collect();
+        self.versions.iter().flat_map(|v| super::definitions::workflow(v.contract, &services, None)).collect()
+    }
+
     fn resolve(&self, subject: &Subject) -> Result<&VersionEntry, Violation> {
         self.versions.iter().find(|v| v.contract.version_str() == subject.orchestrator_version()).ok_or_else(
             || {
@@ -371,6 +379,12 @@ impl<Mem: Memory<WorkflowRecord> + 'static> Workflow<ResumableCore, Mem> {
     /// The contracts of the services it declared.
     pub fn services(&self) -> Vec<&'static VersionedContract> {
         self.lifecycle().core().services().to_vec()
+    }
+
+    /// What a node records of this resumable in its store's catalog (see
+    /// [`Catalog`](crate::memory::Catalog)).
+    pub fn definitions(&self) -> Vec<crate::memory::Definition> {
+        self.lifecycle().core().definitions()
     }
 }
 

@@ -9,7 +9,7 @@ use super::{MissingService, Node, NodeError};
 use crate::contract::VersionedContract;
 use crate::event::Event;
 use crate::handler::{DynEventHandler, EventHandler};
-use crate::memory::Memory;
+use crate::memory::{Definition, Memory};
 use crate::orchestration::timers::Timers;
 use crate::orchestration::{Locking, OrchestratorBuilder, ResumableBuilder, WorkflowRecord};
 use crate::outbox::{DynOutbox, Outbox, Outboxed};
@@ -50,6 +50,8 @@ type Workflow = Box<dyn FnOnce(Option<Arc<dyn DynOutbox>>, bool) -> Result<Built
 struct Built {
     handler: Arc<dyn DynEventHandler>,
     services: Vec<&'static VersionedContract>,
+    /// What the store's catalog records of it.
+    definitions: Vec<Definition>,
 }
 
 /// Declares a [`Node`]: its store, transport, handlers and settings. Nothing runs until
@@ -189,7 +191,8 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
                 if exclusive_lanes { orchestrator.locking(Locking::Never) } else { orchestrator };
             let orchestrator = orchestrator.build()?;
             let services = orchestrator.services();
-            Ok(Built { handler: Arc::new(orchestrator), services })
+            let definitions = orchestrator.definitions();
+            Ok(Built { handler: Arc::new(orchestrator), services, definitions })
         }));
         self
     }
@@ -206,7 +209,8 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             let resumable = if exclusive_lanes { resumable.locking(Locking::Never) } else { resumable };
             let resumable = resumable.build()?;
             let services = resumable.services();
-            Ok(Built { handler: Arc::new(resumable), services })
+            let definitions = resumable.definitions();
+            Ok(Built { handler: Arc::new(resumable), services, definitions })
         }));
         self
     }
@@ -299,10 +303,19 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         let exclusive_lanes = self.transport.exclusive_lanes();
         let mut handlers: Vec<Arc<dyn DynEventHandler>> = Vec::new();
         let mut workflows = Vec::new();
+        let mut definitions: Vec<Definition> = Vec::new();
         for workflow in self.workflows {
             let built = workflow(outbox.clone(), exclusive_lanes)?;
             workflows.push((built.handler.source_dyn().to_owned(), built.services));
             handlers.push(built.handler);
+            for definition in built.definitions {
+                let same = |d: &Definition| {
+                    (d.kind, &d.name, &d.version) == (definition.kind, &definition.name, &definition.version)
+                };
+                if !definitions.iter().any(same) {
+                    definitions.push(definition);
+                }
+            }
         }
         let completions = Arc::new(Completions::default());
         let sinks = self.clients.iter().map(|topic| {
@@ -317,6 +330,12 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             });
         }
         check_services(&handlers, &workflows, &self.remote)?;
+        // What tools need to show these workflows without the user's code.
+        if let Some(catalog) = self.store.catalog()
+            && !definitions.is_empty()
+        {
+            catalog.record_dyn(&definitions).await?;
+        }
 
         let mut dispatcher = Dispatcher::new(handlers)?.with_retry(self.retry).with_heartbeat(self.heartbeat);
         if let Some(dead_letters) = self.dead_letters {
