@@ -45,10 +45,15 @@ Examples:
   orchestrator chart simulate traffic.json TIMER +1000 TIMER --context";
 
 const EXPORT_EXAMPLES: &str = "\
+With --workflow NAME, CHART is a store (a SQLite file or a postgres:// URL) and the chart is the
+one a node recorded there for orchestrator NAME (its latest version without --version): a
+`machine!`'s chart, without the program that declared it.
+
 Examples:
   orchestrator chart export --format xstate chart.json > machine.json
   orchestrator chart export --format mermaid chart.json
-  orchestrator chart export --format dot chart.json | dot -Tsvg > chart.svg";
+  orchestrator chart export --format dot chart.json | dot -Tsvg > chart.svg
+  orchestrator chart export --format mermaid orchestrator-data/quickstart.sqlite --workflow arvo.orc.shop.order";
 
 /// Arguments of `chart check`.
 #[derive(Debug, Args)]
@@ -89,9 +94,19 @@ pub(crate) struct ExportArgs {
     /// The output format.
     #[arg(long, value_enum)]
     pub(crate) format: Format,
-    /// The chart: a fixture file or a bare machine JSON file.
+    /// The chart: a fixture file or a bare machine JSON file; with `--workflow`, a store.
     #[arg(value_name = "CHART")]
     pub(crate) chart: PathBuf,
+    /// Export the chart a node recorded in the store CHART for this orchestrator (its
+    /// contract's accepted type, such as `arvo.orc.shop.order`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) workflow: Option<String>,
+    /// With `--workflow`: the orchestrator's version (default: the latest recorded).
+    #[arg(long, value_name = "VERSION", requires = "workflow")]
+    pub(crate) version: Option<String>,
+    /// With `--workflow` on PostgreSQL: the schema holding the tables.
+    #[arg(long, default_value = "orchestrator")]
+    pub(crate) schema: String,
 }
 
 /// Runs a `chart` subcommand, writing its result to `out`.
@@ -247,6 +262,9 @@ fn simulate(args: &SimulateArgs, out: &mut dyn Write) -> Result<(), CliError> {
 
 /// `chart export`.
 fn export_chart(args: &ExportArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    if let Some(workflow) = &args.workflow {
+        return crate::recorded_chart::export(args, workflow, out);
+    }
     let loaded = load_chart(&args.chart)?;
     match args.format {
         Format::Xstate => {

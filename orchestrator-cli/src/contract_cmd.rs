@@ -1,18 +1,23 @@
-//! `orchestrator contract …`: list the example contracts and print their JSON documents.
+//! `orchestrator contract …`: list contracts and print their JSON documents, from a store's
+//! catalog (what its nodes recorded) or from the contracts the [`Tool`] was taught.
 
 use std::io::Write;
 
 use clap::{Args, Subcommand};
 use orchestrator::contract::ArvoContract;
+use orchestrator::memory::{Catalog, DefinitionKind, Recorded};
+use orchestrator::semver::SemVer;
 use serde_json::{Value, json};
 
 use crate::error::CliError;
 use crate::output::{self, JsonStyle};
+use crate::store::Store;
+use crate::tool::Tool;
 
 /// The `contract` subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum ContractCommand {
-    /// List the example contracts: accepted type, URI and versions.
+    /// List contracts: accepted type, URI and versions.
     #[command(after_help = LIST_EXAMPLES)]
     List(ListArgs),
     /// Print a contract's JSON document (Arvo's `toJsonSchema()`), or one version's.
@@ -21,22 +26,33 @@ pub(crate) enum ContractCommand {
 }
 
 const LIST_EXAMPLES: &str = "\
+With STORE, the contracts the store's nodes recorded when they started (the contracts of their
+orchestrators and of the services these call); without, the contracts this tool was taught (none
+for the plain `orchestrator` binary: see the orchestrator-cli library's `Tool`).
+
 Examples:
-  orchestrator contract list
-  orchestrator contract list --json";
+  orchestrator contract list orchestrator-data/quickstart.sqlite
+  orchestrator contract list postgres://postgres@127.0.0.1:5432/test --json";
 
 const SCHEMA_EXAMPLES: &str = "\
-Without --version the document lists every version, lowest first (ArvoContract.toJsonSchema());
-with --version it describes that version (VersionedArvoContract.toJsonSchema()).
+From a STORE, a contract's recorded version (the latest without --version). From the contracts
+the tool was taught: without --version the document lists every version, lowest first
+(ArvoContract.toJsonSchema()); with --version it describes that version
+(VersionedArvoContract.toJsonSchema()).
 
 Examples:
-  orchestrator contract schema com.calc.add
-  orchestrator contract schema '#/calc/divide' --version latest
-  orchestrator contract schema arvo.orc.calc.average --version 1.0.0";
+  orchestrator contract schema orchestrator-data/quickstart.sqlite com.shop.payment
+  orchestrator contract schema orchestrator-data/quickstart.sqlite '#/shop/payment' --version 1.0.0";
 
 /// Arguments of `contract list`.
 #[derive(Debug, Args)]
 pub(crate) struct ListArgs {
+    /// The store: a SQLite file (`sqlite:PATH` or a path), or a `postgres://` URL.
+    #[arg(value_name = "STORE")]
+    pub(crate) store: Option<String>,
+    /// The PostgreSQL schema holding the tables.
+    #[arg(long, default_value = "orchestrator")]
+    pub(crate) schema: String,
     /// Print the list as a JSON array instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
@@ -45,9 +61,13 @@ pub(crate) struct ListArgs {
 /// Arguments of `contract schema`.
 #[derive(Debug, Args)]
 pub(crate) struct SchemaArgs {
-    /// The contract's accepted event type (such as `com.calc.add`) or its URI (`#/calc/add`).
-    #[arg(value_name = "TYPE_OR_URI")]
-    pub(crate) contract: String,
+    /// `[STORE] TYPE_OR_URI`: the store (optional) and the contract's accepted event type (such
+    /// as `com.calc.add`) or its URI (`#/calc/add`).
+    #[arg(value_name = "STORE_OR_CONTRACT", num_args = 1..=2, required = true)]
+    pub(crate) args: Vec<String>,
+    /// The PostgreSQL schema holding the tables.
+    #[arg(long, default_value = "orchestrator")]
+    pub(crate) schema: String,
     /// Print only this version: `X.Y.Z`, `latest` or `oldest`.
     #[arg(long, value_name = "VERSION")]
     pub(crate) version: Option<String>,
@@ -57,22 +77,32 @@ pub(crate) struct SchemaArgs {
 }
 
 /// Runs a `contract` subcommand, writing its result to `out`.
-pub(crate) fn run(command: &ContractCommand, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn run(command: &ContractCommand, tool: &Tool, out: &mut dyn Write) -> Result<(), CliError> {
     match command {
-        ContractCommand::List(args) => list(args, out),
-        ContractCommand::Schema(args) => schema(args, out),
+        ContractCommand::List(args) => match &args.store {
+            Some(store) => list_recorded(&recorded(store, &args.schema)?, args.json, out),
+            None => list_known(tool, args.json, out),
+        },
+        ContractCommand::Schema(args) => match args.args.as_slice() {
+            [store, contract] => schema_recorded(&recorded(store, &args.schema)?, contract, args, out),
+            [contract] => schema_known(tool, contract, args, out),
+            _ => Err(CliError::Usage("give a contract, or a store and a contract".to_owned())),
+        },
     }
 }
 
-/// The example contracts known to the tool.
-fn known_contracts() -> Vec<&'static ArvoContract> {
-    orchestrator_examples::all_contracts()
-}
-
-/// Finds an example contract by accepted event type or URI; a usage error lists the known ones.
-pub(crate) fn find_contract(type_or_uri: &str) -> Result<&'static ArvoContract, CliError> {
-    let contracts = known_contracts();
+/// Finds a contract the tool was taught by accepted event type or URI; a usage error lists the
+/// known ones.
+pub(crate) fn find_contract(tool: &Tool, type_or_uri: &str) -> Result<&'static ArvoContract, CliError> {
+    let contracts = tool.known_contracts();
     contracts.iter().copied().find(|c| c.r#type() == type_or_uri || c.uri() == type_or_uri).ok_or_else(|| {
+        if contracts.is_empty() {
+            return CliError::Usage(format!(
+                "unknown contract `{type_or_uri}`: this tool was taught no contracts (read them from a \
+                 store with `contract list STORE`, or build a tool with your contracts: the \
+                 orchestrator-cli library's `Tool::contract`)"
+            ));
+        }
         let known = contracts.iter().map(|c| format!("{} ({})", c.r#type(), c.uri())).collect::<Vec<_>>();
         CliError::Usage(format!("unknown contract `{type_or_uri}`; known contracts: {}", known.join(", ")))
     })
@@ -83,39 +113,57 @@ fn version_list(contract: &ArvoContract) -> Vec<String> {
     contract.versions().map(|v| v.version_str().to_owned()).collect()
 }
 
-/// `contract list`.
-fn list(args: &ListArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let contracts = known_contracts();
-    if args.json {
-        let value: Value = contracts
+/// Writes `rows` (type, URI, versions) as a table, or as JSON with `descriptions`.
+fn write_list(
+    rows: &[[String; 3]],
+    descriptions: &[Value],
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    if json {
+        let value: Value = rows
             .iter()
-            .map(|c| {
+            .zip(descriptions)
+            .map(|([ty, uri, versions], description)| {
                 json!({
-                    "type": c.r#type(),
-                    "uri": c.uri(),
-                    "versions": version_list(c),
-                    "description": c.description(),
+                    "type": ty,
+                    "uri": uri,
+                    "versions": versions.split(", ").filter(|v| !v.is_empty()).collect::<Vec<_>>(),
+                    "description": description,
                 })
             })
             .collect();
         return output::write_pretty(out, &value);
     }
-    let rows: Vec<[String; 3]> = contracts
-        .iter()
-        .map(|c| [c.r#type().to_owned(), c.uri().to_owned(), version_list(c).join(", ")])
-        .collect();
     let header = ["TYPE".to_owned(), "URI".to_owned(), "VERSIONS".to_owned()];
     let type_width = rows.iter().chain([&header]).map(|r| r[0].len()).max().unwrap_or(0);
     let uri_width = rows.iter().chain([&header]).map(|r| r[1].len()).max().unwrap_or(0);
-    for [ty, uri, versions] in [&header].into_iter().chain(&rows) {
+    for [ty, uri, versions] in [&header].into_iter().chain(rows) {
         output::write_line(out, &format!("{ty:<type_width$}  {uri:<uri_width$}  {versions}"))?;
     }
     Ok(())
 }
 
-/// `contract schema`.
-fn schema(args: &SchemaArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let contract = find_contract(&args.contract)?;
+/// `contract list` of the contracts the tool was taught.
+fn list_known(tool: &Tool, json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    let contracts = tool.known_contracts();
+    if contracts.is_empty() && !json {
+        return Err(CliError::Usage(
+            "this tool was taught no contracts: give a STORE to list the contracts its nodes recorded"
+                .to_owned(),
+        ));
+    }
+    let rows: Vec<[String; 3]> = contracts
+        .iter()
+        .map(|c| [c.r#type().to_owned(), c.uri().to_owned(), version_list(c).join(", ")])
+        .collect();
+    let descriptions: Vec<Value> = contracts.iter().map(|c| json!(c.description())).collect();
+    write_list(&rows, &descriptions, json, out)
+}
+
+/// `contract schema` of a contract the tool was taught.
+fn schema_known(tool: &Tool, contract: &str, args: &SchemaArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let contract = find_contract(tool, contract)?;
     let document = match &args.version {
         None => contract.to_json_schema(),
         Some(version) => contract
@@ -126,57 +174,83 @@ fn schema(args: &SchemaArgs, out: &mut dyn Write) -> Result<(), CliError> {
     output::write_json(out, &document, JsonStyle::from_compact_flag(args.compact))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The contract definitions recorded in `store`'s catalog.
+fn recorded(store: &str, schema: &str) -> Result<Vec<Recorded>, CliError> {
+    let rt = crate::journal_cmd::runtime()?;
+    let opened = rt.block_on(Store::open(store, schema))?;
+    let all = rt
+        .block_on(opened.definitions())
+        .map_err(|e| CliError::Input(format!("cannot read the catalog of {store}: {e}")))?;
+    Ok(all.into_iter().filter(|r| r.definition.kind == DefinitionKind::Contract).collect())
+}
 
-    fn run_to_string(command: &ContractCommand) -> Result<String, CliError> {
-        let mut out = Vec::new();
-        run(command, &mut out)?;
-        Ok(String::from_utf8(out).expect("utf-8"))
-    }
-
-    #[test]
-    fn finds_contracts_by_type_or_uri() {
-        assert_eq!(find_contract("com.calc.add").expect("by type").uri(), "#/calc/add");
-        assert_eq!(find_contract("#/calc/divide").expect("by uri").r#type(), "com.calc.divide");
-        let err = find_contract("com.nope").expect_err("unknown");
-        assert!(matches!(err, CliError::Usage(_)));
-        assert!(err.to_string().contains("com.calc.add (#/calc/add)"), "{err}");
-    }
-
-    #[test]
-    fn lists_a_table_with_every_version() {
-        let text = run_to_string(&ContractCommand::List(ListArgs { json: false })).expect("list");
-        let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[0].starts_with("TYPE"), "{text}");
-        assert!(
-            lines.iter().any(|l| l.starts_with("com.calc.divide") && l.ends_with("1.0.0, 2.0.0")),
-            "{text}"
-        );
-        assert_eq!(lines.len(), 1 + known_contracts().len());
-    }
-
-    #[test]
-    fn unknown_versions_are_usage_errors() {
-        let args =
-            SchemaArgs { contract: "com.calc.add".into(), version: Some("9.9.9".into()), compact: true };
-        let err = run_to_string(&ContractCommand::Schema(args)).expect_err("no such version");
-        assert!(matches!(err, CliError::Usage(_)), "{err}");
-        assert!(err.to_string().contains("9.9.9"), "{err}");
-    }
-
-    #[test]
-    fn oldest_and_latest_select_versions() {
-        for (selector, expected) in [("oldest", "1.0.0"), ("latest", "2.0.0")] {
-            let args = SchemaArgs {
-                contract: "com.calc.divide".into(),
-                version: Some(selector.into()),
-                compact: true,
-            };
-            let text = run_to_string(&ContractCommand::Schema(args)).expect("schema");
-            let doc: Value = serde_json::from_str(&text).expect("json");
-            assert_eq!(doc["version"], expected);
+/// A recorded contract's versions, grouped by accepted type, each with its URI; lowest version
+/// first.
+fn by_contract(recorded: &[Recorded]) -> Vec<(String, String, Vec<&Recorded>)> {
+    let mut contracts: Vec<(String, String, Vec<&Recorded>)> = Vec::new();
+    for r in recorded {
+        let uri = r.definition.document["uri"].as_str().unwrap_or_default().to_owned();
+        match contracts.iter_mut().find(|(ty, _, _)| *ty == r.definition.name) {
+            Some((_, _, versions)) => versions.push(r),
+            None => contracts.push((r.definition.name.clone(), uri, vec![r])),
         }
     }
+    for (_, _, versions) in &mut contracts {
+        versions.sort_by_key(|r| r.definition.version.parse::<SemVer>().ok());
+    }
+    contracts
+}
+
+/// `contract list STORE`.
+fn list_recorded(recorded: &[Recorded], json: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    let contracts = by_contract(recorded);
+    let rows: Vec<[String; 3]> = contracts
+        .iter()
+        .map(|(ty, uri, versions)| {
+            let versions: Vec<&str> = versions.iter().map(|r| r.definition.version.as_str()).collect();
+            [ty.clone(), uri.clone(), versions.join(", ")]
+        })
+        .collect();
+    let descriptions: Vec<Value> = contracts
+        .iter()
+        .map(|(_, _, versions)| {
+            versions.last().map_or(Value::Null, |r| r.definition.document["description"].clone())
+        })
+        .collect();
+    write_list(&rows, &descriptions, json, out)
+}
+
+/// `contract schema STORE TYPE_OR_URI`.
+fn schema_recorded(
+    recorded: &[Recorded],
+    contract: &str,
+    args: &SchemaArgs,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let contracts = by_contract(recorded);
+    let Some((ty, _, versions)) = contracts.iter().find(|(ty, uri, _)| ty == contract || uri == contract)
+    else {
+        let known: Vec<String> = contracts.iter().map(|(ty, uri, _)| format!("{ty} ({uri})")).collect();
+        return Err(CliError::Usage(if known.is_empty() {
+            format!(
+                "unknown contract `{contract}`: the store's catalog holds none (no node recorded its workflows there yet)"
+            )
+        } else {
+            format!("unknown contract `{contract}`; contracts in the store: {}", known.join(", "))
+        }));
+    };
+    let chosen = match args.version.as_deref() {
+        None | Some("latest") => versions.last(),
+        Some("oldest") => versions.first(),
+        Some(version) => versions.iter().find(|r| r.definition.version == version),
+    };
+    let Some(chosen) = chosen else {
+        let listed: Vec<&str> = versions.iter().map(|r| r.definition.version.as_str()).collect();
+        return Err(CliError::Usage(format!(
+            "contract {ty} has no recorded version {}; recorded: {}",
+            args.version.as_deref().unwrap_or_default(),
+            listed.join(", ")
+        )));
+    };
+    output::write_json(out, &chosen.definition.document, JsonStyle::from_compact_flag(args.compact))
 }

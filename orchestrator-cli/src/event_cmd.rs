@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::contract_cmd;
 use crate::error::CliError;
 use crate::output::{self, JsonStyle};
+use crate::tool::Tool;
 
 /// The `event` subcommands.
 #[derive(Debug, Subcommand)]
@@ -57,16 +58,26 @@ pub(crate) struct ValidateArgs {
 }
 
 /// Runs an `event` subcommand, reading standard input from `stdin` and writing to `out`.
-pub(crate) fn run(command: &EventCommand, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn run(
+    command: &EventCommand,
+    tool: &Tool,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
     match command {
-        EventCommand::Validate(args) => validate(args, stdin, out),
+        EventCommand::Validate(args) => validate(args, tool, stdin, out),
     }
 }
 
 /// `event validate`.
-fn validate(args: &ValidateArgs, stdin: &mut dyn Read, out: &mut dyn Write) -> Result<(), CliError> {
+fn validate(
+    args: &ValidateArgs,
+    tool: &Tool,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
     // An unknown contract is a usage error, reported before any input is read.
-    let contract = args.contract.as_deref().map(contract_cmd::find_contract).transpose()?;
+    let contract = args.contract.as_deref().map(|c| contract_cmd::find_contract(tool, c)).transpose()?;
     let bytes = read_input(args.input.as_deref(), stdin, args.max_bytes)?;
     match ParseOptions::default().max_bytes(args.max_bytes).parse(&bytes) {
         Ok(event) => {
@@ -246,7 +257,8 @@ mod tests {
 
     fn validate_str(args: &ValidateArgs, input: &str) -> Result<String, CliError> {
         let mut out = Vec::new();
-        validate(args, &mut input.as_bytes(), &mut out)?;
+        let tool = Tool::new().contracts(orchestrator_examples::all_contracts());
+        validate(args, &tool, &mut input.as_bytes(), &mut out)?;
         Ok(String::from_utf8(out).expect("utf-8"))
     }
 

@@ -2,18 +2,18 @@
 //! PostgreSQL store.
 
 use std::io::Write;
-use std::sync::Arc;
 
 use clap::Args;
 use orchestrator::event::time::format_utc;
-use orchestrator::memory::{InMemory, Journal, JournalRecord};
+use orchestrator::memory::{Journal, JournalRecord};
 use orchestrator::orchestration::replay::{Replayed, Until};
-use orchestrator::orchestration::{Orchestrator, WorkflowRecord, history};
+use orchestrator::orchestration::{WorkflowRecord, history};
 use orchestrator::subject::Subject;
 
 use crate::error::CliError;
 use crate::resolve::resolve;
 use crate::store::Store;
+use crate::tool::Tool;
 
 /// `orchestrator history DB SUBJECT`.
 #[derive(Debug, Args)]
@@ -107,7 +107,7 @@ pub(crate) fn history(args: &HistoryArgs, out: &mut dyn Write) -> Result<(), Cli
 
 /// Rebuilds a workflow's state by re-running its orchestrator when this tool knows it (the
 /// example workflows), else shows the journaled snapshot.
-pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
+pub(crate) fn replay(args: &ReplayArgs, tool: &Tool, out: &mut dyn Write) -> Result<(), CliError> {
     let until = match (&args.until, &args.at) {
         (Some(v), _) => Until::Version(*v),
         (None, Some(at)) => Until::Time(
@@ -132,7 +132,7 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliEr
             target.version
         )));
     }
-    let known = known_orchestrator(subject.orchestrator_name());
+    let known = tool.orchestrator(subject.orchestrator_name()).transpose()?;
     let rerun = known.is_some();
     let replayed: Replayed = match known {
         Some(orchestrator) => rt
@@ -151,8 +151,13 @@ pub(crate) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliEr
         format!("re-ran {} execution(s); every step matched the journal", replayed.steps)
     } else {
         format!(
-            "journaled snapshot: orchestrator {} is not built into this tool, so nothing was re-run",
-            subject.orchestrator_name()
+            "journaled snapshot: this tool was not taught orchestrator {}'s machines, so nothing was \
+             re-run (a program re-runs its own with the orchestrator-cli library's `Tool::machine`{})",
+            subject.orchestrator_name(),
+            match tool.orchestrator_names().collect::<Vec<_>>() {
+                known if known.is_empty() => String::new(),
+                known => format!("; this tool knows {}", known.join(", ")),
+            }
         )
     };
     let doc = serde_json::json!({
@@ -204,15 +209,4 @@ fn target<'e>(
         .iter()
         .rfind(|e| until.includes(e))
         .ok_or_else(|| CliError::Input(format!("no journal entry of workflow {id} in that range")))
-}
-
-/// The example orchestrators this tool can re-run.
-fn known_orchestrator(name: &str) -> Option<Orchestrator<Arc<InMemory<WorkflowRecord>>>> {
-    let memory = Arc::new(InMemory::default());
-    let builder = Orchestrator::builder(memory);
-    let builder = match name {
-        "arvo.orc.shop.order" => builder.machine::<orchestrator_examples::orders::OrderFlow>(),
-        _ => return None,
-    };
-    builder.build().ok()
 }

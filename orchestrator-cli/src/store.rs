@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use orchestrator::memory::{
-    Journal, JournalRecord, MemoryError, Page, WorkflowFilter, WorkflowIndex, WorkflowSummary,
+    Catalog, Definition, Journal, JournalRecord, MemoryError, Page, Recorded, WorkflowFilter, WorkflowIndex,
+    WorkflowSummary,
 };
 use orchestrator::orchestration::WorkflowRecord;
 use orchestrator_postgres::{PgConfig, PgStore};
@@ -46,6 +47,22 @@ impl Store {
         SqliteMemory::open_path(path)
             .map(|store| Self::Sqlite(Box::new(store)))
             .map_err(|e| CliError::Input(format!("cannot open {file}: {e}")))
+    }
+}
+
+impl Catalog for Store {
+    async fn record(&self, definitions: &[Definition]) -> Result<(), MemoryError> {
+        match self {
+            Self::Sqlite(store) => store.record(definitions).await,
+            Self::Postgres(store) => store.record(definitions).await,
+        }
+    }
+
+    async fn definitions(&self) -> Result<Vec<Recorded>, MemoryError> {
+        match self {
+            Self::Sqlite(store) => store.definitions().await,
+            Self::Postgres(store) => store.definitions().await,
+        }
     }
 }
 

@@ -6,6 +6,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
+mod common;
+
 const SUBJECT_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../interop/arvo/fixtures/subjects.json");
 const EVENT_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../interop/arvo/fixtures/events.json");
 
@@ -63,24 +65,42 @@ fn stderr(output: &Output) -> String {
 
 /// Runs the binary, expecting success, and returns its stdout.
 fn run_ok(args: &[&str], stdin: Option<&str>) -> String {
-    let output = run(args, stdin);
-    assert!(output.status.success(), "{args:?} failed: {}", stderr(&output));
-    assert!(output.stderr.is_empty(), "{args:?} wrote to stderr: {}", stderr(&output));
-    stdout(&output)
+    ok(args, &run(args, stdin))
+}
+
+/// Runs the tool taught the examples (see `common::run_taught`), expecting success.
+fn taught_ok(args: &[&str], stdin: Option<&str>) -> String {
+    ok(args, &common::run_taught(args, stdin))
+}
+
+/// Runs the tool taught the examples, expecting exit status `code`; its stderr.
+fn taught_fails(args: &[&str], stdin: Option<&str>, code: i32) -> String {
+    fails(args, &common::run_taught(args, stdin), code)
+}
+
+/// `output` is a success's: its stdout.
+fn ok(args: &[&str], output: &Output) -> String {
+    assert!(output.status.success(), "{args:?} failed: {}", stderr(output));
+    assert!(output.stderr.is_empty(), "{args:?} wrote to stderr: {}", stderr(output));
+    stdout(output)
 }
 
 /// Runs the binary, expecting exit status `code`, and returns its stderr.
 fn run_fails(args: &[&str], stdin: Option<&str>, code: i32) -> String {
-    let output = run(args, stdin);
+    fails(args, &run(args, stdin), code)
+}
+
+/// `output` is a failure's with exit status `code`: its stderr.
+fn fails(args: &[&str], output: &Output, code: i32) -> String {
     assert_eq!(
         output.status.code(),
         Some(code),
         "{args:?}: stdout={} stderr={}",
-        stdout(&output),
-        stderr(&output)
+        stdout(output),
+        stderr(output)
     );
-    assert!(output.stdout.is_empty(), "{args:?} wrote to stdout on failure: {}", stdout(&output));
-    let err = stderr(&output);
+    assert!(output.stdout.is_empty(), "{args:?} wrote to stdout on failure: {}", stdout(output));
+    let err = stderr(output);
     assert!(err.starts_with("error: "), "{args:?}: {err}");
     err
 }
@@ -407,25 +427,25 @@ fn event_validate_checks_data_against_a_contract() {
     event["to"] = json!("com.calc.add");
     event["dataschema"] = json!("#/calc/add/1.0.0");
     event["data"] = json!({"a": 1, "b": 2});
-    run_ok(&["event", "validate", "--contract", "com.calc.add"], Some(&event.to_string()));
-    run_ok(&["event", "validate", "--contract", "#/calc/add"], Some(&event.to_string()));
+    taught_ok(&["event", "validate", "--contract", "com.calc.add"], Some(&event.to_string()));
+    taught_ok(&["event", "validate", "--contract", "#/calc/add"], Some(&event.to_string()));
 
     event["data"] = json!({"a": "one"});
-    let err = run_fails(&["event", "validate", "--contract", "com.calc.add"], Some(&event.to_string()), 1);
+    let err = taught_fails(&["event", "validate", "--contract", "com.calc.add"], Some(&event.to_string()), 1);
     assert!(err.contains("`data/a`"), "{err}");
     assert!(err.contains("\"b\" is a required property"), "{err}");
 
     // The event type belongs to another contract.
-    let err = run_fails(&["event", "validate", "--contract", "com.calc.mul"], Some(&event.to_string()), 1);
+    let err = taught_fails(&["event", "validate", "--contract", "com.calc.mul"], Some(&event.to_string()), 1);
     assert!(err.contains("ViolationError"), "{err}");
 
-    let err = run_fails(&["event", "validate", "--contract", "com.nope"], Some(&event.to_string()), 2);
+    let err = taught_fails(&["event", "validate", "--contract", "com.nope"], Some(&event.to_string()), 2);
     assert!(err.contains("com.calc.add"), "{err}");
 }
 
 #[test]
 fn contract_list_shows_every_example_contract() {
-    let out = run_ok(&["contract", "list"], None);
+    let out = taught_ok(&["contract", "list"], None);
     for ty in [
         "com.calc.add",
         "com.calc.mul",
@@ -440,42 +460,42 @@ fn contract_list_shows_every_example_contract() {
     }
     assert!(out.contains("1.0.0, 2.0.0"), "{out}");
 
-    let listed = json(&run_ok(&["contract", "list", "--json"], None));
+    let listed = json(&taught_ok(&["contract", "list", "--json"], None));
     assert_eq!(listed.as_array().expect("array").len(), 8);
     assert_eq!(listed[2]["versions"], json!(["1.0.0", "2.0.0"]));
 }
 
 #[test]
 fn contract_schema_prints_the_whole_contract() {
-    let doc = json(&run_ok(&["contract", "schema", "com.calc.add"], None));
+    let doc = json(&taught_ok(&["contract", "schema", "com.calc.add"], None));
     assert_eq!(doc["uri"], "#/calc/add");
     assert_eq!(doc["versions"][0]["accepts"]["type"], "com.calc.add");
     assert_eq!(doc["versions"][0]["emits"][0]["type"], "evt.calc.add.success");
     assert_eq!(doc["versions"][0]["systemError"]["type"], "sys.com.calc.add.error");
 
-    let by_uri = json(&run_ok(&["contract", "schema", "#/calc/add"], None));
+    let by_uri = json(&taught_ok(&["contract", "schema", "#/calc/add"], None));
     assert_eq!(by_uri, doc);
 }
 
 #[test]
 fn contract_schema_prints_one_version() {
-    let doc = json(&run_ok(&["contract", "schema", "arvo.orc.calc.average", "--version", "1.0.0"], None));
+    let doc = json(&taught_ok(&["contract", "schema", "arvo.orc.calc.average", "--version", "1.0.0"], None));
     assert_eq!(doc["version"], "1.0.0");
     assert_eq!(doc["accepts"]["type"], "arvo.orc.calc.average");
     let required = doc["accepts"]["schema"]["required"].as_array().expect("required");
     assert!(required.contains(&json!("parentSubject$$")), "{required:?}");
 
     for (selector, expected) in [("latest", "2.0.0"), ("oldest", "1.0.0")] {
-        let doc = json(&run_ok(&["contract", "schema", "com.calc.divide", "--version", selector], None));
+        let doc = json(&taught_ok(&["contract", "schema", "com.calc.divide", "--version", selector], None));
         assert_eq!(doc["version"], expected, "{selector}");
     }
-    let err = run_fails(&["contract", "schema", "com.calc.divide", "--version", "3.0.0"], None, 2);
+    let err = taught_fails(&["contract", "schema", "com.calc.divide", "--version", "3.0.0"], None, 2);
     assert!(err.contains("1.0.0, 2.0.0"), "{err}");
 }
 
 #[test]
 fn contract_schema_rejects_unknown_contracts() {
-    let err = run_fails(&["contract", "schema", "com.calc.nope"], None, 2);
+    let err = taught_fails(&["contract", "schema", "com.calc.nope"], None, 2);
     assert!(err.contains("com.calc.nope"), "{err}");
     for known in ["com.calc.add", "com.calc.mul", "com.calc.divide", "arvo.orc.calc.average"] {
         assert!(err.contains(known), "{known} missing from {err}");

@@ -13,7 +13,7 @@ use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator_examples::orders::{OrderFlow, OrderInput, OrderV1, services};
 use serde_json::Value;
 
-use common::{database_url, run};
+use common::{database_url, run, run_taught};
 
 /// Runs one order to completion in a store at `db`; returns its subject.
 fn one_order(db: &Path) -> String {
@@ -43,17 +43,28 @@ fn history_prints_the_timeline_and_replay_rebuilds_each_position() {
     assert_eq!(entries.iter().map(|e| e["version"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2, 3, 4]);
 
     for (until, active) in [("1", "reserving"), ("2", "charging"), ("3", "shipping"), ("4", "shipped")] {
-        let out = run(&["replay", db, &subject, "--until", until]);
+        let out = run_taught(&["replay", db, &subject, "--until", until], None);
         assert!(out.status.success(), "{out:?}");
         let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(doc["version"].as_u64(), until.parse().ok());
         assert_eq!(doc["state"]["value"][0], active);
         assert!(doc["replay"].as_str().unwrap().contains("every step matched the journal"), "{doc}");
     }
-    let from = run(&["replay", db, &subject, "--from", "3"]);
+    let from = run_taught(&["replay", db, &subject, "--from", "3"], None);
     let doc: Value = serde_json::from_slice(&from.stdout).unwrap();
     assert_eq!(doc["replay"], "re-ran 1 execution(s); every step matched the journal");
     assert_eq!(doc["done"], true);
+
+    // The plain binary was taught no machine: the journaled snapshot, and it says why.
+    let out = run(&["replay", db, &subject, "--until", "2"]);
+    assert!(out.status.success(), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["state"]["value"][0], "charging");
+    let how = doc["replay"].as_str().unwrap();
+    assert!(
+        how.contains("was not taught orchestrator arvo.orc.shop.order") && how.contains("Tool::machine"),
+        "{how}"
+    );
 }
 
 #[test]
@@ -124,7 +135,7 @@ fn history_and_replay_read_a_postgres_store_by_url() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().filter(|l| l.starts_with('v')).count(), 4, "{text}");
     assert!(text.contains("state   shipped  (done)"), "{text}");
-    let out = run(&["replay", &url, &subject, "--schema", &schema, "--until", "2"]);
+    let out = run_taught(&["replay", &url, &subject, "--schema", &schema, "--until", "2"], None);
     assert!(out.status.success(), "{out:?}");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["state"]["value"][0], "charging");
