@@ -6,24 +6,6 @@
 //! orchestrator and resumable version it runs (its chart, exported, and the contracts it uses)
 //! and of each contract version involved (Arvo's `toJsonSchema()` document). Recording a
 //! definition again replaces it: the catalog holds what the latest node to start said.
-//!
-//! ```
-//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-//! use orchestrator::memory::{Catalog, Definition, DefinitionKind, InMemory};
-//!
-//! let store = InMemory::<String>::default();
-//! let add = Definition {
-//!     kind: DefinitionKind::Contract,
-//!     name: "com.calc.add".to_owned(),
-//!     version: "1.0.0".to_owned(),
-//!     document: serde_json::json!({ "accepts": { "type": "com.calc.add" } }),
-//! };
-//! store.record(std::slice::from_ref(&add)).await?;
-//! let recorded = store.definitions().await?;
-//! assert_eq!(recorded[0].definition, add);
-//! # Ok::<(), orchestrator::memory::MemoryError>(())
-//! # }).unwrap();
-//! ```
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -90,7 +72,29 @@ pub struct Recorded {
     pub recorded_at: SystemTime,
 }
 
-/// The catalog of a store (see the [module documentation](self)).
+/// The catalog of a store: what tools need to show its workflows without the user's code. A
+/// [`Node`](crate::runtime::Node) records there, when it starts, a [`Definition`] of each
+/// orchestrator and resumable version it runs (its chart, exported, and the contracts it uses)
+/// and of each contract version involved (Arvo's `toJsonSchema()` document); recording a
+/// definition again replaces it.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use orchestrator::memory::{Catalog, Definition, DefinitionKind, InMemory};
+///
+/// let store = InMemory::<String>::default();
+/// let add = Definition {
+///     kind: DefinitionKind::Contract,
+///     name: "com.calc.add".to_owned(),
+///     version: "1.0.0".to_owned(),
+///     document: serde_json::json!({ "accepts": { "type": "com.calc.add" } }),
+/// };
+/// store.record(std::slice::from_ref(&add)).await?;
+/// let recorded = store.definitions().await?;
+/// assert_eq!(recorded[0].definition, add);
+/// # Ok::<(), orchestrator::memory::MemoryError>(())
+/// # }).unwrap();
+/// ```
 pub trait Catalog: Send + Sync {
     /// Records `definitions` in one step: each replaces the one with the same kind, name and
     /// version.
