@@ -131,9 +131,16 @@ where
     println!("time travel to version 2: active states {}", middle.state["value"]);
 
     if inspect.starts_with("cargo") {
+        // A short id: a unique prefix of the workflow's execution id names it in every command.
+        let execution = orchestrator::subject::Subject::parse(subject)?.execution_id().to_owned();
+        let short = &execution[..8.min(execution.len())];
+        let store = inspect.trim_start_matches("cargo run -q -p orchestrator-cli -- history ");
+        let tool = "cargo run -q -p orchestrator-cli --";
         println!("\ninspect it yourself:");
-        println!("  {inspect} '{subject}'");
-        println!("  {} '{subject}' --until 2", inspect.replace(" history ", " replay "));
+        println!("  {tool} workflows list {store}");
+        println!("  {inspect} {short}");
+        println!("  {tool} replay {store} {short} --until 2");
+        println!("  {tool} chart export --format mermaid {store} --workflow arvo.orc.shop.order");
     }
     Ok(())
 }
