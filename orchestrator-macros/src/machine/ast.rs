@@ -165,6 +165,9 @@ pub(crate) struct CustomAst {
     /// The name given with `name = ...` (shown by the chart exporters).
     pub name: Option<Ident>,
     pub expr: Box<Expr>,
+    /// A name that is not an identifier: reported when the machine is checked (not as a syntax
+    /// error, which would skip to the next `,`, inside the closure).
+    pub bad_name: Option<syn::Error>,
 }
 
 /// Parses a custom guard or action (`what`: `"guard"` / `"action"`): an expression, or
@@ -177,7 +180,7 @@ fn parse_custom(input: ParseStream<'_>, what: &str) -> syn::Result<CustomAst> {
                 _ => None,
             };
             let Some(name) = name else {
-                return Err(syn::Error::new_spanned(
+                let error = syn::Error::new_spanned(
                     &assign.left,
                     format!(
                         "the name of {} {what} is an identifier, as in `{}`",
@@ -188,7 +191,8 @@ fn parse_custom(input: ParseStream<'_>, what: &str) -> syn::Result<CustomAst> {
                             "reserve = |ctx, _, out| ..."
                         }
                     ),
-                ));
+                );
+                return Ok(CustomAst { name: None, expr: assign.right, bad_name: Some(error) });
             };
             if let Expr::Call(call) = &*assign.right
                 && let Expr::Path(f) = &*call.func
@@ -202,9 +206,9 @@ fn parse_custom(input: ParseStream<'_>, what: &str) -> syn::Result<CustomAst> {
                     ),
                 ));
             }
-            Ok(CustomAst { name: Some(name), expr: assign.right })
+            Ok(CustomAst { name: Some(name), expr: assign.right, bad_name: None })
         }
-        expr => Ok(CustomAst { name: None, expr: Box::new(expr) }),
+        expr => Ok(CustomAst { name: None, expr: Box::new(expr), bad_name: None }),
     }
 }
 

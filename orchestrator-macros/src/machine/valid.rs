@@ -589,7 +589,10 @@ impl Lowerer<'_> {
             GuardAst::NotIn { path, .. } => {
                 Grd::NotIn(Target { path: path.text(), tokens: path.to_token_stream() })
             }
-            GuardAst::Custom(CustomAst { name, expr }) => {
+            GuardAst::Custom(CustomAst { name, expr, bad_name }) => {
+                if let Some(e) = bad_name {
+                    push_syn_error(self.cx, e);
+                }
                 self.guards.push(Custom { expr: *expr, name });
                 Grd::Custom(self.guards.len() - 1)
             }
@@ -631,7 +634,10 @@ impl Lowerer<'_> {
                 }
                 Some(Act::Cancel(id))
             }
-            ActionAst::Custom(CustomAst { name, expr }) => {
+            ActionAst::Custom(CustomAst { name, expr, bad_name }) => {
+                if let Some(e) = bad_name {
+                    push_syn_error(self.cx, e);
+                }
                 self.actions.push(Custom { expr: *expr, name });
                 Some(Act::Custom(self.actions.len() - 1))
             }
