@@ -415,7 +415,7 @@ fn every_example_and_sample_chart_renders_with_mermaid_and_graphviz() {
         failures.join("\n")
     );
     println!(
-        "{} charts ({examples} example machines, {sample_count} sample charts, {} built to be hard) pass: {}",
+        "{} charts ({examples} example machines, {sample_count} sample charts, {} built to be hard) checked with: {}",
         charts.len(),
         charts.len() - examples - sample_count,
         if checked.is_empty() { "nothing (skipped)".to_owned() } else { checked.join(", ") }
