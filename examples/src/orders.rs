@@ -242,7 +242,7 @@ orchestrator::machine! {
                 after: {
                     30000 => {
                         target: rejected,
-                        actions: [|ctx, _, _| ctx.reason = Some("no answer from the payment provider in 30 s".into())],
+                        actions: [timed_out = |ctx, _, _| ctx.reason = Some("no answer from the payment provider in 30 s".into())],
                     },
                 },
             },
@@ -253,9 +253,9 @@ orchestrator::machine! {
                     shipping::error => { target: failed, actions: [remember] },
                 },
             },
-            shipped: { type: final, entry: [|ctx, _, _| ctx.status = "shipped".into()] },
-            rejected: { type: final, entry: [|ctx, _, _| ctx.status = "rejected".into()] },
-            failed: { type: final, entry: [|ctx, _, _| ctx.status = "failed".into()] },
+            shipped: { type: final, entry: [mark_shipped = |ctx, _, _| ctx.status = "shipped".into()] },
+            rejected: { type: final, entry: [mark_rejected = |ctx, _, _| ctx.status = "rejected".into()] },
+            failed: { type: final, entry: [mark_failed = |ctx, _, _| ctx.status = "failed".into()] },
         },
     }
 }

@@ -131,6 +131,31 @@ fn check_xstate(name: &str, chart: &Chart, names: &dyn Names) {
     }
 }
 
+/// Mermaid text with its entity codes (`#59;`, `#quot;`, …) decoded; panics if the raw text holds
+/// a character that ends a label or statement or would be read as HTML or an entity.
+fn mermaid_decode(name: &str, text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(pos) = rest.find(['#', ';', ':', '"', '<', '>', '&', '%', '\\', '\n', '\r']) {
+        out.push_str(&rest[..pos]);
+        let tail = &rest[pos..];
+        assert!(tail.starts_with('#'), "{name}: raw {:?} in Mermaid text {text:?}", tail.chars().next());
+        let end = tail.find(';').unwrap_or_else(|| panic!("{name}: bare # in {text:?}"));
+        let code = &tail[1..end];
+        out.push(match code {
+            "quot" => '"',
+            "lt" => '<',
+            "gt" => '>',
+            "amp" => '&',
+            n => char::from_u32(n.parse().unwrap_or_else(|_| panic!("{name}: entity {code:?} in {text:?}")))
+                .unwrap(),
+        });
+        rest = &tail[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A minimal structural reading of Mermaid `stateDiagram-v2`: balanced blocks, `--` only inside
 /// blocks, terminated notes, every id used by an arrow, a description or a note declared. Returns the declared ids with
 /// their labels, and the arrow labels.
@@ -158,7 +183,7 @@ fn parse_mermaid(name: &str, text: &str) -> (Vec<(String, String)>, Vec<String>)
             assert!(depth > 0, "{name}: -- outside a block");
         } else if let Some(rest) = l.strip_prefix("state \"") {
             let (label, rest) = rest.split_once("\" as ").unwrap_or_else(|| panic!("{name}: {l}"));
-            assert!(!label.contains('"'), "{name}: {l}");
+            let label = mermaid_decode(name, label);
             let id = match rest.strip_suffix(" {") {
                 Some(id) => {
                     depth += 1;
@@ -170,7 +195,7 @@ fn parse_mermaid(name: &str, text: &str) -> (Vec<(String, String)>, Vec<String>)
                 !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
                 "{name}: bad id {id:?}"
             );
-            declared.push((id.to_owned(), label.to_owned()));
+            declared.push((id.to_owned(), label));
         } else if let Some((from, rest)) = l.split_once(" --> ") {
             let (to, label) = match rest.split_once(" : ") {
                 Some((to, label)) => (to, Some(label)),
@@ -181,12 +206,14 @@ fn parse_mermaid(name: &str, text: &str) -> (Vec<(String, String)>, Vec<String>)
                     used.push(end.to_owned());
                 }
             }
+            // Arrows inside a block are only `[*]` arrows (Mermaid moves the states an arrow
+            // names into the block the arrow is in).
+            assert!(depth == 0 || from == "[*]" || to == "[*]", "{name}: arrow inside a block: {l}");
             if let Some(label) = label {
-                assert!(!label.contains([':', ';']), "{name}: label {label:?}");
-                labels.push(label.to_owned());
+                labels.push(mermaid_decode(name, label));
             }
         } else if let Some((id, desc)) = l.split_once(" : ") {
-            assert!(!desc.contains([':', ';']), "{name}: description {desc:?}");
+            mermaid_decode(name, desc);
             used.push(id.to_owned());
         } else {
             panic!("{name}: unexpected Mermaid line {l:?}");
@@ -361,7 +388,13 @@ fn graphviz(text: &str) -> Option<Result<(), String>> {
     };
     child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
-    Some(if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into_owned()) })
+    // Graphviz reports some mistakes (an unknown `lhead` cluster, a bad attribute) as warnings
+    // and still exits with 0: any output on stderr is a failure.
+    Some(if out.status.success() && out.stderr.is_empty() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    })
 }
 
 #[test]
@@ -786,8 +819,6 @@ const DOOR_MERMAID: &str = r##"stateDiagram-v2
         state "ajar" as opened_ajar
         state "wide" as opened_wide
         state "H" as opened_h
-        opened_ajar --> opened_wide : push
-        opened_h --> opened_ajar
     }
     note right of opened
         entry / send(tick, 100ms, id=t)
@@ -801,7 +832,6 @@ const DOOR_MERMAID: &str = r##"stateDiagram-v2
             state "off" as alarm_siren_off
             state "on" as alarm_siren_on
             alarm_siren_on --> [*]
-            alarm_siren_off --> alarm_siren_on : always [In(alarm.light)]
         }
     }
     state "gone" as gone
@@ -810,8 +840,11 @@ const DOOR_MERMAID: &str = r##"stateDiagram-v2
     closed --> closed : knock / raise(knocked)
     opened --> closed : after 5000ms
     opened --> alarm : break
+    opened_ajar --> opened_wide : push
+    opened_h --> opened_ajar
     alarm --> gone : done.state.alarm
     alarm --> opened_h : reset
+    alarm_siren_off --> alarm_siren_on : always [In(alarm.light)]
 "##;
 
 const DOOR_DOT: &str = r##"digraph "door" {
@@ -837,10 +870,10 @@ const DOOR_DOT: &str = r##"digraph "door" {
             style="rounded,dashed";
             "alarm.siren#initial" [shape=point, width=0.15];
             "alarm.siren.off" [label="off"];
-            "alarm.siren.on" [shape=doublecircle, label="on"];
+            "alarm.siren.on" [label="on", peripheries=2];
         }
     }
-    "gone" [shape=doublecircle, label="gone"];
+    "gone" [label="gone", peripheries=2];
     "#initial" -> "closed";
     "closed" -> "opened#initial" [label="open [isAdmin] / log", lhead="cluster_opened"];
     "closed" -> "closed" [label="knock / raise(knocked)"];
@@ -921,22 +954,92 @@ fn labels_are_escaped() {
     let root = b.root();
     let a = b.add_state(root, "a:b", NodeKind::State).unwrap();
     b.add_state(root, "a;b", NodeKind::State).unwrap();
+    let note = b.add_state(root, "note", NodeKind::State).unwrap();
+    b.add_state(note, "start", NodeKind::State).unwrap();
+    b.add_state(root, "<b>\"x\"</b>", NodeKind::Final).unwrap();
     b.add_entry(root, ActionSpec::custom(ActionId(1))).unwrap();
     b.add_transition(a, TransitionSpec::on("ev:1").target("a;b").action(ActionSpec::custom(ActionId(0))))
         .unwrap();
+    b.add_transition(
+        a,
+        TransitionSpec::on("go")
+            .guard(GuardSpec::Custom(GuardId(0)))
+            .target("<b>\"x\"</b>")
+            .action(ActionSpec::custom(ActionId(2))),
+    )
+    .unwrap();
+    b.add_transition(a, TransitionSpec::on("in").target("note")).unwrap();
     let chart = b.build().unwrap();
-    let names = NameTable::from_lists(Vec::<String>::new(), ["say \"hi\"; #1", "send END note"]);
+    // What closure source text used to look like: several lines, `|`, quotes, `<>`, `#`, `;`.
+    let closure = "|ctx, _, out|\n{\n    out.say(\"a|b\"); // Vec<u8> #1 & 50%\n}\r\n\\N";
+    let names = NameTable::from_lists([closure], ["say \"hi\"; #1", "send END note", closure]);
     let mermaid = export::to_mermaid(&chart, &names);
     parse_mermaid("escaped", &mermaid);
-    assert!(mermaid.contains("state \"q'm\" as q_m {"), "{mermaid}");
+    assert!(mermaid.contains("state \"q#quot;m\" as q_m {"), "{mermaid}");
+    assert!(mermaid.contains("state \"note\" as s_note {"), "{mermaid}");
+    assert!(mermaid.contains("state \"start\" as note_start_s\n"), "{mermaid}");
+    assert!(mermaid.contains("state \"#lt;b#gt;#quot;x#quot;#lt;/b#gt;\" as _b__x___b_\n"), "{mermaid}");
     assert!(
         mermaid.contains("note right of q_m\n        entry / send END\u{a0}note\n    end note"),
         "{mermaid}"
     );
-    assert!(mermaid.contains("a_b --> a_b_2 : ev\u{ff1a}1 / say \"hi\"\u{ff1b} #1\n"), "{mermaid}");
+    assert!(mermaid.contains("a_b --> a_b_2 : ev#58;1 / say #quot;hi#quot;#59; #35;1\n"), "{mermaid}");
+    let escaped_closure =
+        "|ctx, _, out| {     out.say(#quot;a|b#quot;)#59; // Vec#lt;u8#gt; #35;1 #amp; 50#37; }  #92;N";
+    assert!(
+        mermaid.contains(&format!("a_b --> _b__x___b_ : go [{escaped_closure}] / {escaped_closure}\n")),
+        "{mermaid}"
+    );
+    for line in mermaid.lines() {
+        assert!(!line.contains(['\r', '\u{b}']), "{line:?}");
+    }
     let dot = export::to_dot(&chart, &names);
     parse_dot("escaped", &dot);
     assert!(dot.starts_with("digraph \"q\\\"m\" {"), "{dot}");
     assert!(dot.contains("[label=\"ev:1 / say \\\"hi\\\"; #1\"]"), "{dot}");
+    assert!(dot.contains("\"<b>\\\"x\\\"</b>\" [label=\"<b>\\\"x\\\"</b>\", peripheries=2];"), "{dot}");
+    let dot_closure = "|ctx, _, out| {     out.say(\\\"a|b\\\"); // Vec<u8> #1 & 50% }  \\\\N";
+    assert!(dot.contains(&format!("[label=\"go [{dot_closure}] / {dot_closure}\"")), "{dot}");
+    assert_eq!(dot.lines().count(), dot.matches('\n').count());
+    assert!(!dot.contains('\r'), "{dot}");
+    if let Some(result) = graphviz(&dot) {
+        result.unwrap();
+    }
     assert_eq!(export::guard_name(&export::NoNames, GuardId(3)), "guard3");
+}
+
+#[test]
+fn mermaid_avoids_what_mermaid_cannot_draw() {
+    // `r1` is a region holding the compound `c`, which arrows start and end at: Mermaid 11's
+    // layout crashes on that inside a `--` region, so `p`'s regions are drawn without `--`;
+    // `q` has no such arrow and keeps them. `a` has a deep, multi-region initial.
+    let doc = json!({"machine": {"id": "m", "initial": "a", "states": {
+        "a": {"initial": {"target": ["a.p.r1.c.x", "a.p.r2"]}, "states": {
+            "p": {"type": "parallel", "states": {
+                "r1": {"initial": "c", "states": {
+                    "c": {"states": {"x": {}, "y": {}}, "on": {"out": "a.p.r1.z"}},
+                    "z": {"on": {"back": "a.p.r1.c"}}}},
+                "r2": {}}}}},
+        "q": {"type": "parallel", "states": {"r3": {"states": {"u": {"on": {"v": "q.r3.w"}}, "w": {}}}, "r4": {}}}}}});
+    let loaded = json::load(&doc).unwrap();
+    let mermaid = export::to_mermaid(&loaded.chart, &loaded.names);
+    parse_mermaid("regions", &mermaid);
+    // The lines of a state's block, up to its closing brace (at the indent of its declaration).
+    let block = |id: &str| -> String {
+        let mut lines = mermaid.lines().skip_while(|l| !l.ends_with(&format!(" as {id} {{")));
+        let head = lines.next().unwrap();
+        let close = format!("{}}}", &head[..head.len() - head.trim_start().len()]);
+        lines.take_while(|l| *l != close).collect::<Vec<_>>().join("\n")
+    };
+    assert!(!block("a_p").lines().any(|l| l.trim() == "--"), "{mermaid}");
+    assert!(block("q").lines().any(|l| l.trim() == "--"), "{mermaid}");
+    assert!(block("a_p").contains("state \"c\" as a_p_r1_c {"), "{mermaid}");
+    assert!(
+        mermaid.contains("    state \"a\" as a {\n        [*] --> a_p : a.p.r1.c.x, a.p.r2\n"),
+        "{mermaid}"
+    );
+    assert!(
+        mermaid.contains("\n    a_p_r1_c --> a_p_r1_z : out\n    a_p_r1_z --> a_p_r1_c : back\n"),
+        "{mermaid}"
+    );
 }

@@ -5,8 +5,9 @@
 //! * A compound or parallel state is a `cluster_<path>` subgraph (`rounded`; `bold` for a
 //!   parallel state; `dashed` for a region, i.e. a child of a parallel state). A compound state
 //!   has an initial point node `"<path>#initial"` with an arrow to its initial state(s).
-//! * Atomic states are rounded boxes, final states double circles, history states circles
-//!   labelled `H` / `H*` with a dashed arrow to their default.
+//! * Atomic states are rounded boxes, final states rounded boxes with a double border
+//!   (`peripheries=2`: as large as their label, unlike a `doublecircle` sized to hold it), history
+//!   states circles labelled `H` / `H*` with a dashed arrow to their default.
 //! * Transitions are edges labelled as in Mermaid (see
 //!   [`transition_label`]); a targetless transition is a loop. An edge to
 //!   or from a compound or parallel state ends at its cluster's border (`compound=true` with
@@ -14,6 +15,10 @@
 //!   region of a parallel state).
 //! * When the root is parallel or has transitions or entry / exit actions, the whole machine is
 //!   the cluster `cluster_#root`, labelled with the machine id.
+//!
+//! Every name and label is a DOT double-quoted string: `\` and `"` are escaped, line breaks and
+//! other control characters become spaces (a label's own lines are joined with `\n`), so no
+//! text can end a string, start an escape sequence such as `\N` or `\l`, or break a line.
 
 use std::fmt::Write as _;
 
@@ -37,14 +42,29 @@ pub fn to_dot(chart: &Chart, names: &dyn Names) -> String {
     out
 }
 
+/// The inside of a DOT double-quoted string: `\` and `"` escaped, control characters (line
+/// breaks included) as spaces.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A DOT double-quoted string.
 fn quote(text: &str) -> String {
-    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+    format!("\"{}\"", escape(text))
 }
 
 /// A label from lines (escaped, joined with `\n`).
 fn label(lines: &[String]) -> String {
-    let escaped: Vec<String> = lines.iter().map(|l| l.replace('\\', "\\\\").replace('"', "\\\"")).collect();
+    let escaped: Vec<String> = lines.iter().map(|l| escape(l)).collect();
     format!("\"{}\"", escaped.join("\\n"))
 }
 
@@ -117,7 +137,7 @@ impl Dot<'_> {
                 let _ = writeln!(out, "{} [label={}];", quote(st.path()), label(&lines));
             }
             StateKind::Final => {
-                let _ = writeln!(out, "{} [shape=doublecircle, label={}];", quote(st.path()), label(&lines));
+                let _ = writeln!(out, "{} [label={}, peripheries=2];", quote(st.path()), label(&lines));
             }
             StateKind::History { deep } => {
                 let _ = writeln!(

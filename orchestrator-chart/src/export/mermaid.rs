@@ -1,25 +1,34 @@
 //! A chart as a Mermaid `stateDiagram-v2`.
 //!
 //! * Every state is declared `state "<key>" as <id>`, compound and parallel states with a
-//!   `{ ... }` block. Ids are the path with `.` (and any other character Mermaid does not
-//!   accept in an id) replaced by `_` (`p.a.a1` → `p_a_a1`), made unique with a `_2`, `_3`, …
-//!   suffix where two paths collide, and prefixed `s_` where they would start with Mermaid's
-//!   `default` keyword.
-//! * A compound state starts with `[*] --> <initial>` (one arrow per target of a deep /
-//!   multi-target initial, labelled `/ <actions>` when the initial transition has actions); a
-//!   final state gets `<id> --> [*]`; the regions of a parallel state are separated by `--`.
+//!   `{ ... }` block, in document order. Ids are the path with `.` (and any other character
+//!   Mermaid does not accept in an id) replaced by `_` (`p.a.a1` → `p_a_a1`), prefixed `s_` where
+//!   they would be a Mermaid keyword (`note`, `state`, `class`, `root`, …) or start with
+//!   `default`, suffixed `_s` where they would end like the ids Mermaid gives pseudo-states
+//!   (`_start`, `_end`), and made unique with a `_2`, `_3`, … suffix where two paths collide.
+//! * A compound state starts with `[*] --> <child>`, an arrow to the child holding its initial
+//!   state(s); the arrow is labelled with the initial targets when they lie deeper (a deep /
+//!   multi-target initial), and `/ <actions>` when the initial transition has actions. A final
+//!   state gets `<id> --> [*]`.
+//! * The regions of a parallel state are separated by `--`, except where an arrow starts or ends
+//!   at a compound or parallel state nested inside one of its regions: Mermaid 11's layout crashes
+//!   on such an arrow inside a `--` region (mermaid-js/mermaid#4052: "Cannot set properties of
+//!   undefined (setting 'rank')"), so those regions are drawn as plain nested boxes.
 //! * A history state is `state "H" as <id>` (`"H*"` when deep) with an arrow to its default.
-//! * Transitions are `<source> --> <target> : <label>` (see
-//!   [`transition_label`]); a targetless transition is a loop on its
-//!   source; one arrow per target of a multi-target transition. Each arrow is written in the
-//!   block of the innermost non-parallel state enclosing both ends.
+//! * Transitions are `<source> --> <target> : <label>` (see [`transition_label`]); a
+//!   targetless transition is a loop on its source; one arrow per target of a multi-target
+//!   transition. Every such arrow is written at the top level, after the declarations: Mermaid
+//!   moves a state into the block where an arrow names it, so an arrow inside a block would pull
+//!   states out of their own parents.
 //! * Entry / exit actions are state descriptions, `<id> : entry / a, b`, or for compound and
 //!   parallel states (where Mermaid refuses descriptions) a `note right of <id>` block.
 //! * When the root is parallel or has transitions or entry / exit actions, the whole machine is
 //!   one outer state named after the machine id.
 //!
-//! Mermaid ends a label at `:` or `;` (and its entity codes contain `;`), so in labels they are
-//! written as the full-width `：` and `；`; a `"` in a state name is written `'`.
+//! All text (state names, labels, descriptions, notes) goes through [`escape`]: characters that
+//! end a label or a statement (`;`, `:`, `"`), start an entity code or a directive (`#`, `%`),
+//! or would be read as HTML (`<`, `>`, `&`) are written as Mermaid entity codes (`#59;`, `#lt;`,
+//! …), and line breaks and other control characters as spaces.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -30,21 +39,71 @@ use crate::model::{Chart, StateId, StateKind};
 /// The Mermaid `stateDiagram-v2` of `chart` (see the [module docs](self)).
 pub fn to_mermaid(chart: &Chart, names: &dyn Names) -> String {
     let ids = Ids::new(chart);
-    let boxed = root_needs_box(chart);
-    let mut edges: Vec<(Option<StateId>, String)> = Vec::new();
-    let m = Mermaid { chart, names, ids: &ids };
-    m.collect_edges(&mut edges);
+    let mut m = Mermaid { chart, names, ids: &ids, plain: HashSet::new() };
+    let (arrows, endpoints) = m.arrows();
+    m.plain = m.plain_parallels(&endpoints);
     let mut out = String::from("stateDiagram-v2\n");
-    let mut w = Writer { m: &m, edges: &edges, out: &mut out };
-    if boxed {
+    let mut w = Writer { m: &m, out: &mut out };
+    if root_needs_box(chart) {
         w.line(1, &format!("[*] --> {}", ids.root));
         w.declare(StateId::ROOT, 1);
     } else {
         w.content(StateId::ROOT, 1);
     }
-    w.edges_of(None, 1);
+    for arrow in &arrows {
+        w.line(1, arrow);
+    }
     out
 }
+
+/// Text for a Mermaid label, description, note line or quoted state name: Mermaid entity codes
+/// for `# ; : " < > & % \`, a space for line breaks and other control characters.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '#' => out.push_str("#35;"),
+            ';' => out.push_str("#59;"),
+            ':' => out.push_str("#58;"),
+            '"' => out.push_str("#quot;"),
+            '<' => out.push_str("#lt;"),
+            '>' => out.push_str("#gt;"),
+            '&' => out.push_str("#amp;"),
+            '%' => out.push_str("#37;"),
+            '\\' => out.push_str("#92;"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Words Mermaid's state diagram grammar reads as keywords (or uses for its own root) where an
+/// id is expected; compared case-insensitively.
+const RESERVED: &[&str] = &[
+    "note",
+    "state",
+    "class",
+    "classdef",
+    "style",
+    "click",
+    "default",
+    "root",
+    "end",
+    "direction",
+    "as",
+    "hide",
+    "acctitle",
+    "accdescr",
+    "left",
+    "right",
+    "of",
+    "fork",
+    "join",
+    "choice",
+    "concurrent",
+    "divider",
+];
 
 /// Mermaid ids of the states (index = state id) and of the root box.
 struct Ids {
@@ -58,8 +117,12 @@ fn sanitize(text: &str) -> String {
     if id.is_empty() {
         id.push('s');
     }
-    if id.to_ascii_lowercase().starts_with("default") {
+    let lower = id.to_ascii_lowercase();
+    if lower.starts_with("default") || RESERVED.contains(&lower.as_str()) {
         id.insert_str(0, "s_");
+    }
+    if lower.ends_with("_start") || lower.ends_with("_end") {
+        id.push_str("_s");
     }
     id
 }
@@ -88,37 +151,22 @@ impl Ids {
     }
 }
 
-/// Text after a `:` (transition labels, descriptions): Mermaid ends it at `:` or `;` (so its
-/// `#58;` entity codes cannot be used there either).
-fn label_text(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            ':' => '\u{ff1a}',
-            ';' => '\u{ff1b}',
-            c => c,
-        })
-        .collect()
-}
-
 /// A line of a multi-line note, which ends at the first `end note` (in any case): its space
 /// becomes a no-break space.
 fn note_text(text: &str) -> String {
-    let mut out = text.to_owned();
+    let mut out = escape(text);
     while let Some(pos) = out.to_ascii_lowercase().find("end note") {
         out.replace_range(pos + 3..pos + 4, "\u{a0}");
     }
     out
 }
 
-/// Text inside `state "..."`, which ends at `"`.
-fn name_text(text: &str) -> String {
-    text.replace('"', "'")
-}
-
 struct Mermaid<'a> {
     chart: &'a Chart,
     names: &'a dyn Names,
     ids: &'a Ids,
+    /// Parallel states drawn without `--` between their regions.
+    plain: HashSet<StateId>,
 }
 
 impl Mermaid<'_> {
@@ -126,52 +174,106 @@ impl Mermaid<'_> {
         &self.ids.states[s.index()]
     }
 
-    /// The block an arrow between `ends` belongs in: the innermost non-parallel state that is a
-    /// proper ancestor of every end (`None` = the top level: an arrow from the root, or inside
-    /// a parallel root).
-    fn owner(&self, ends: &[StateId]) -> Option<StateId> {
-        let (first, rest) = ends.split_first()?;
-        let mut owner = self
-            .chart
-            .proper_ancestors(*first)
-            .find(|a| rest.iter().all(|e| self.chart.is_descendant(*e, *a)));
-        while let Some(o) = owner.filter(|o| self.chart.state(*o).kind() == StateKind::Parallel) {
-            owner = self.chart.state(o).parent();
-        }
-        owner
+    fn is_composite(&self, s: StateId) -> bool {
+        matches!(self.chart.state(s).kind(), StateKind::Compound | StateKind::Parallel)
     }
 
-    /// Every arrow that is not an initial or final arrow, in document order, with its block.
-    fn collect_edges(&self, edges: &mut Vec<(Option<StateId>, String)>) {
+    /// The child of `parent` that is `s` or holds it.
+    fn child_holding(&self, parent: StateId, s: StateId) -> StateId {
+        std::iter::once(s)
+            .chain(self.chart.proper_ancestors(s))
+            .find(|a| self.chart.state(*a).parent() == Some(parent))
+            .unwrap_or(s)
+    }
+
+    /// The `[*]` arrows of compound state `s`: `(child, label)` per child holding initial targets.
+    fn initial_arrows(&self, s: StateId) -> Vec<(StateId, String)> {
+        let Some(init) = self.chart.state(s).initial() else { return Vec::new() };
+        let mut groups: Vec<(StateId, Vec<StateId>)> = Vec::new();
+        for t in init.targets() {
+            let child = self.child_holding(s, *t);
+            match groups.iter_mut().find(|(c, _)| *c == child) {
+                Some((_, targets)) => targets.push(*t),
+                None => groups.push((child, vec![*t])),
+            }
+        }
+        let actions = if init.actions().is_empty() {
+            String::new()
+        } else {
+            format!("/ {}", actions_label(self.chart, self.names, init.actions()))
+        };
+        groups
+            .into_iter()
+            .map(|(child, targets)| {
+                let mut label = String::new();
+                if targets.iter().any(|t| *t != child) {
+                    let paths: Vec<&str> = targets.iter().map(|t| self.chart.path(*t)).collect();
+                    label.push_str(&paths.join(", "));
+                }
+                if !actions.is_empty() {
+                    if !label.is_empty() {
+                        label.push(' ');
+                    }
+                    label.push_str(&actions);
+                }
+                (child, label)
+            })
+            .collect()
+    }
+
+    /// Every transition and history-default arrow (written at the top level), and every state
+    /// an arrow (initial arrows included) starts or ends at.
+    fn arrows(&self) -> (Vec<String>, Vec<StateId>) {
+        let mut arrows = Vec::new();
+        let mut endpoints = Vec::new();
         for st in self.chart.states() {
             let s = st.id();
+            endpoints.extend(self.initial_arrows(s).into_iter().map(|(c, _)| c));
             if let (StateKind::History { .. }, Some(default)) = (st.kind(), st.history_default()) {
                 let label = if default.actions().is_empty() {
                     String::new()
                 } else {
-                    format!(" : / {}", label_text(&actions_label(self.chart, self.names, default.actions())))
+                    format!(" : / {}", escape(&actions_label(self.chart, self.names, default.actions())))
                 };
                 for t in default.targets() {
-                    edges.push((self.owner(&[s, *t]), format!("{} --> {}{label}", self.id(s), self.id(*t))));
+                    arrows.push(format!("{} --> {}{label}", self.id(s), self.id(*t)));
+                    endpoints.extend([s, *t]);
                 }
             }
             for t in self.chart.transitions_of(s) {
-                let label = label_text(&transition_label(self.chart, self.names, t));
+                let label = escape(&transition_label(self.chart, self.names, t));
+                endpoints.push(s);
                 if t.targets().is_empty() {
-                    edges.push((self.owner(&[s]), format!("{0} --> {0} : {label}", self.id(s))));
+                    arrows.push(format!("{0} --> {0} : {label}", self.id(s)));
                 }
                 for target in t.targets() {
-                    let line = format!("{} --> {} : {label}", self.id(s), self.id(*target));
-                    edges.push((self.owner(&[s, *target]), line));
+                    arrows.push(format!("{} --> {} : {label}", self.id(s), self.id(*target)));
+                    endpoints.push(*target);
                 }
             }
         }
+        (arrows, endpoints)
+    }
+
+    /// The parallel states whose regions cannot be separated by `--`: those with an arrow
+    /// endpoint that is a compound or parallel state nested inside one of their regions.
+    fn plain_parallels(&self, endpoints: &[StateId]) -> HashSet<StateId> {
+        let mut plain = HashSet::new();
+        for e in endpoints.iter().copied().filter(|e| self.is_composite(*e)) {
+            // The parallel ancestors of `e` other than its parent (a region itself is safe).
+            let parent = self.chart.state(e).parent();
+            for a in self.chart.proper_ancestors(e) {
+                if Some(a) != parent && self.chart.state(a).kind() == StateKind::Parallel {
+                    plain.insert(a);
+                }
+            }
+        }
+        plain
     }
 }
 
 struct Writer<'a, 'b> {
     m: &'a Mermaid<'a>,
-    edges: &'a [(Option<StateId>, String)],
     out: &'b mut String,
 }
 
@@ -180,20 +282,12 @@ impl Writer<'_, '_> {
         let _ = writeln!(self.out, "{:indent$}{text}", "", indent = depth * 4);
     }
 
-    fn edges_of(&mut self, owner: Option<StateId>, depth: usize) {
-        for (o, e) in self.edges {
-            if *o == owner {
-                self.line(depth, e);
-            }
-        }
-    }
-
     /// A state's declaration (with its block), then its descriptions.
     fn declare(&mut self, s: StateId, depth: usize) {
         let chart = self.m.chart;
         let st = chart.state(s);
         let id = self.m.id(s).to_owned();
-        let name = name_text(if s == StateId::ROOT { chart.machine_id() } else { st.key() });
+        let name = escape(if s == StateId::ROOT { chart.machine_id() } else { st.key() });
         match st.kind() {
             StateKind::Compound | StateKind::Parallel => {
                 self.line(depth, &format!("state \"{name}\" as {id} {{"));
@@ -217,7 +311,7 @@ impl Writer<'_, '_> {
             }
         } else {
             for text in &lines {
-                self.line(depth, &format!("{id} : {}", label_text(text)));
+                self.line(depth, &format!("{id} : {}", escape(text)));
             }
         }
     }
@@ -226,21 +320,15 @@ impl Writer<'_, '_> {
     fn content(&mut self, s: StateId, depth: usize) {
         let chart = self.m.chart;
         let st = chart.state(s);
-        if let Some(init) = st.initial() {
-            let label = if init.actions().is_empty() {
-                String::new()
-            } else {
-                format!(" : / {}", label_text(&actions_label(chart, self.m.names, init.actions())))
-            };
-            for t in init.targets() {
-                self.line(depth, &format!("[*] --> {}{label}", self.m.id(*t)));
-            }
+        for (child, label) in self.m.initial_arrows(s) {
+            let label = if label.is_empty() { String::new() } else { format!(" : {}", escape(&label)) };
+            self.line(depth, &format!("[*] --> {}{label}", self.m.id(child)));
         }
-        let parallel = st.kind() == StateKind::Parallel;
+        let dividers = st.kind() == StateKind::Parallel && !self.m.plain.contains(&s);
         let mut first = true;
         for c in all_children(chart, s) {
             let child = chart.state(c);
-            let is_region = parallel && !matches!(child.kind(), StateKind::History { .. });
+            let is_region = dividers && !matches!(child.kind(), StateKind::History { .. });
             if is_region && !first {
                 self.line(depth, "--");
             }
@@ -250,6 +338,5 @@ impl Writer<'_, '_> {
                 self.line(depth, &format!("{} --> [*]", self.m.id(c)));
             }
         }
-        self.edges_of(Some(s), depth);
     }
 }

@@ -30,6 +30,9 @@
 //! an eventless transition or `after <ms>ms`; a built-in guard reads `In(p.a)`, `!In(p.a)`,
 //! `true` or `false`; built-in actions read `raise(e)`, `send(e)`, `send(e, 10ms, id=x)` and
 //! `cancel(x)`, and a conditional action ends with ` if <guard>`.
+//!
+//! Names and labels are built as plain text; each exporter escapes them for its format (Mermaid
+//! entity codes, DOT string escapes), so a name may hold any character.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -142,8 +142,9 @@ pub(crate) enum GuardAst {
     In { path: PathAst },
     /// `not_in(path)`: the state is not active.
     NotIn { path: PathAst },
-    /// A function or closure `fn(&Context, &Event) -> bool`.
-    Custom(Box<Expr>),
+    /// A function or closure `fn(&Context, &Event) -> bool`, optionally named
+    /// (`name = |ctx, event| ...`).
+    Custom(CustomAst),
 }
 
 /// An action.
@@ -154,9 +155,65 @@ pub(crate) enum ActionAst {
     Send { event: LitStr, delay: Option<LitInt>, id: Option<LitStr> },
     /// `cancel("id")`.
     Cancel { id: LitStr },
-    /// A function or closure `fn(&mut Context, &Event, &mut Outbox<'_>)`.
-    Custom(Box<Expr>),
+    /// A function or closure `fn(&mut Context, &Event, &mut Outbox<'_>)`, optionally named
+    /// (`name = |ctx, event, out| ...`).
+    Custom(CustomAst),
 }
+
+/// A custom guard or action: `expr` or `name = expr`.
+pub(crate) struct CustomAst {
+    /// The name given with `name = ...` (shown by the chart exporters).
+    pub name: Option<Ident>,
+    pub expr: Box<Expr>,
+    /// A name that is not an identifier: reported when the machine is checked (not as a syntax
+    /// error, which would skip to the next `,`, inside the closure).
+    pub bad_name: Option<syn::Error>,
+}
+
+/// Parses a custom guard or action (`what`: `"guard"` / `"action"`): an expression, or
+/// `name = expr`, which names it for the chart exporters.
+fn parse_custom(input: ParseStream<'_>, what: &str) -> syn::Result<CustomAst> {
+    match input.parse::<Expr>()? {
+        Expr::Assign(assign) => {
+            let name = match &*assign.left {
+                Expr::Path(p) if p.qself.is_none() && p.attrs.is_empty() => p.path.get_ident().cloned(),
+                _ => None,
+            };
+            let Some(name) = name else {
+                let error = syn::Error::new_spanned(
+                    &assign.left,
+                    format!(
+                        "the name of {} {what} is an identifier, as in `{}`",
+                        if what == "guard" { "a" } else { "an" },
+                        if what == "guard" {
+                            "in_stock = |ctx, _| ctx.stock > 0"
+                        } else {
+                            "reserve = |ctx, _, out| ..."
+                        }
+                    ),
+                );
+                return Ok(CustomAst { name: None, expr: assign.right, bad_name: Some(error) });
+            };
+            if let Expr::Call(call) = &*assign.right
+                && let Expr::Path(f) = &*call.func
+                && f.path.get_ident().is_some_and(|i| BUILT_INS.contains(&i.to_string().as_str()))
+            {
+                return Err(syn::Error::new_spanned(
+                    &name,
+                    format!(
+                        "built-in guards and actions (`{}`) are shown as written and cannot be named",
+                        f.path.to_token_stream()
+                    ),
+                ));
+            }
+            Ok(CustomAst { name: Some(name), expr: assign.right, bad_name: None })
+        }
+        expr => Ok(CustomAst { name: None, expr: Box::new(expr), bad_name: None }),
+    }
+}
+
+/// The built-in guards and actions.
+const BUILT_INS: &[&str] = &["raise", "send", "cancel", "not_in"];
 
 impl Parse for MachineDecl {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
@@ -463,7 +520,7 @@ fn parse_guard(input: ParseStream<'_>) -> syn::Result<GuardAst> {
             return Ok(GuardAst::NotIn { path });
         }
     }
-    Ok(GuardAst::Custom(Box::new(input.parse()?)))
+    Ok(GuardAst::Custom(parse_custom(input, "guard")?))
 }
 
 fn parse_actions(input: ParseStream<'_>) -> syn::Result<Vec<ActionAst>> {
@@ -518,5 +575,5 @@ fn parse_action(input: ParseStream<'_>) -> syn::Result<ActionAst> {
             });
         }
     }
-    Ok(ActionAst::Custom(Box::new(input.parse()?)))
+    Ok(ActionAst::Custom(parse_custom(input, "action")?))
 }

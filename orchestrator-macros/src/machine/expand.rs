@@ -6,25 +6,28 @@
 
 use proc_macro2::{Group, Literal, Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::ext::IdentExt as _;
 use syn::spanned::Spanned;
 use syn::{Ident, Type};
 
 use super::chart::{Patches, Sink, walk};
-use super::model::{Act, Grd, Kind, Model, Node, Target, Trans, Trig};
+use super::model::{Act, Custom, Grd, Kind, Model, Node, Target, Trans, Trig};
 use crate::shared::respan;
 
-/// How exporters show a guard or action: a function's path, or a closure's (shortened) source.
-fn display_name(expr: &syn::Expr) -> String {
-    let text = match expr {
-        syn::Expr::Path(p) => p.to_token_stream().to_string().replace(' ', ""),
-        other => other.to_token_stream().to_string(),
-    };
-    const MAX: usize = 40;
-    if text.chars().count() > MAX {
-        let short: String = text.chars().take(MAX - 1).collect();
-        format!("{short}…")
-    } else {
-        text
+/// How exporters show a custom guard or action (`kind`: `"guard"` / `"action"`, `id`: its
+/// `GuardId` / `ActionId`): the name given with `name = ...`, a function's path (`check`,
+/// `Self::check`), or for an unnamed closure (or any other expression) the neutral
+/// `<kind><id>`, which is what exporters show for an unnamed id. Source text never becomes a
+/// label: closures span lines and hold `|`, quotes and `<>`.
+fn display_name(kind: &str, id: usize, custom: &Custom) -> String {
+    if let Some(name) = &custom.name {
+        return name.unraw().to_string();
+    }
+    match &custom.expr {
+        syn::Expr::Path(p) if p.qself.is_none() => {
+            p.path.segments.iter().map(|s| s.ident.unraw().to_string()).collect::<Vec<_>>().join("::")
+        }
+        _ => format!("{kind}{id}"),
     }
 }
 
@@ -474,13 +477,13 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
         }
     });
 
-    let guards = model.guards.iter().enumerate().map(|(i, expr)| {
+    let guards = model.guards.iter().enumerate().map(|(i, Custom { expr, .. })| {
         let id = u32_lit(i);
         let ty = respan(&quote!(fn(&#ctx, &#event) -> bool), expr.span());
         let call = quote_spanned!(expr.span()=> let __guard: #ty = #expr;);
         quote!(#id => { #call __guard(context, event) })
     });
-    let actions = model.actions.iter().enumerate().map(|(i, expr)| {
+    let actions = model.actions.iter().enumerate().map(|(i, Custom { expr, .. })| {
         let id = u32_lit(i);
         let ty = respan(&quote!(fn(&mut #ctx, &#event, &mut #outbox<'_>)), expr.span());
         let call = quote_spanned!(expr.span()=> let __action: #ty = #expr;);
@@ -508,8 +511,8 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
         }
     };
     let state_fns = state_of(model);
-    let guard_names = model.guards.iter().map(display_name);
-    let action_names = model.actions.iter().map(display_name);
+    let guard_names = model.guards.iter().enumerate().map(|(i, g)| display_name("guard", i, g));
+    let action_names = model.actions.iter().enumerate().map(|(i, a)| display_name("action", i, a));
     let declares = model.services.iter().map(|s| {
         let ty = &s.ty;
         let text = syn::ext::IdentExt::unraw(&s.key).to_string();

@@ -174,4 +174,40 @@ mod tests {
             errors(&machine("a: { on: { \"t\" => { target: a, reenter: 1 } } }, b: { after: { x => a } }"));
         assert_eq!(errs.len(), 2, "{errs:#?}");
     }
+
+    /// The string literals of the generated `fn <name>() -> &'static [&'static str]`.
+    fn names_of(expansion: &str, name: &str) -> Vec<String> {
+        let start = expansion.find(&format!("fn {name}")).expect("the function is generated");
+        let body = &expansion[start..];
+        let body = &body[body.find("{ & [").expect("a slice")..];
+        let list = &body[..body.find(']').expect("a slice")];
+        list.split('"').skip(1).step_by(2).map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn exported_names_never_hold_source_text() {
+        let input = machine(
+            r#"a: { entry: [count = |c, _, _| { *c += 1; }, |c, _, _| {
+                       let s = "|\"<>;#";
+                       c.push_str(s);
+                   }, Self::log, r#type = f, crate::util::note::<u8>],
+                   on: { "t" => { target: a, guard: |c, _| c.len() > 1 }, "u" => { target: a, guard: in_stock = |c, _| c.is_empty() } } }"#,
+        );
+        let out = super::run(input.parse().expect("tokens")).to_string();
+        assert_eq!(
+            names_of(&out, "action_names"),
+            ["count", "action1", "Self::log", "type", "crate::util::note"]
+        );
+        assert_eq!(names_of(&out, "guard_names"), ["guard0", "in_stock"]);
+    }
+
+    #[test]
+    fn bad_names_are_reported() {
+        one_error(r#"a: { entry: ["n" = |_, _, _| {}] }"#, "the name of an action is an identifier");
+        one_error(
+            r#"a: { on: { "t" => { target: a, guard: a.b = check } } }"#,
+            "the name of a guard is an identifier",
+        );
+        one_error(r#"a: { entry: [n = raise("x")] }"#, "cannot be named");
+    }
 }

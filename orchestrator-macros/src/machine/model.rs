@@ -24,11 +24,19 @@ pub(crate) struct Model {
     /// Typed event variants for `service::Payload` triggers.
     pub events: Vec<EventVariant>,
     /// Custom guards by `GuardId`.
-    pub guards: Vec<Expr>,
+    pub guards: Vec<Custom>,
     /// Custom actions by `ActionId`.
-    pub actions: Vec<Expr>,
+    pub actions: Vec<Custom>,
     /// The chart's fingerprint, when it built without errors.
     pub fingerprint: Option<u64>,
+}
+
+/// A custom guard or action.
+pub(crate) struct Custom {
+    /// The user's function or closure.
+    pub expr: Expr,
+    /// The name given with `name = closure`, if any.
+    pub name: Option<Ident>,
 }
 
 /// A declared service.

@@ -16,9 +16,10 @@ use syn::ext::IdentExt;
 use syn::{Ident, LitStr, Type};
 
 use super::ast::{
-    ActionAst, Body, GuardAst, MachineDecl, PathList, TransitionAst, TransitionValue, TriggerAst, Value,
+    ActionAst, Body, CustomAst, GuardAst, MachineDecl, PathList, TransitionAst, TransitionValue, TriggerAst,
+    Value,
 };
-use super::model::{Act, EventVariant, Grd, Kind, Model, Node, Service, Target, Trans, Trig};
+use super::model::{Act, Custom, EventVariant, Grd, Kind, Model, Node, Service, Target, Trans, Trig};
 use super::names::{ident, pascal, push_syn_error, token_text};
 use crate::ctxt::Ctxt;
 use crate::shared::closest;
@@ -49,8 +50,8 @@ struct Lowerer<'c> {
     services: Vec<Service>,
     events: Vec<EventVariant>,
     event_keys: HashMap<(usize, String), usize>,
-    guards: Vec<syn::Expr>,
-    actions: Vec<syn::Expr>,
+    guards: Vec<Custom>,
+    actions: Vec<Custom>,
     tree_reliable: bool,
 }
 
@@ -588,8 +589,11 @@ impl Lowerer<'_> {
             GuardAst::NotIn { path, .. } => {
                 Grd::NotIn(Target { path: path.text(), tokens: path.to_token_stream() })
             }
-            GuardAst::Custom(expr) => {
-                self.guards.push(*expr);
+            GuardAst::Custom(CustomAst { name, expr, bad_name }) => {
+                if let Some(e) = bad_name {
+                    push_syn_error(self.cx, e);
+                }
+                self.guards.push(Custom { expr: *expr, name });
                 Grd::Custom(self.guards.len() - 1)
             }
         }
@@ -630,8 +634,11 @@ impl Lowerer<'_> {
                 }
                 Some(Act::Cancel(id))
             }
-            ActionAst::Custom(expr) => {
-                self.actions.push(*expr);
+            ActionAst::Custom(CustomAst { name, expr, bad_name }) => {
+                if let Some(e) = bad_name {
+                    push_syn_error(self.cx, e);
+                }
+                self.actions.push(Custom { expr: *expr, name });
                 Some(Act::Custom(self.actions.len() - 1))
             }
         }

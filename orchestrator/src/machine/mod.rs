@@ -55,10 +55,10 @@
 //! TRANSITIONS:  TRANSITION | [TRANSITION, …]
 //! TRANSITION:   a.b.c | { target: PATHS, guard: GUARD, actions: ACTIONS, reenter: true }
 //! PATHS:        a.b.c | [a.b.c, x.y]   // absolute paths from the machine root
-//! GUARD:        fn_path | |ctx, event| … | in(a.b.c) | not_in(a.b.c)
+//! GUARD:        fn_path | |ctx, event| … | name = |ctx, event| … | in(a.b.c) | not_in(a.b.c)
 //! ACTIONS:      ACTION | [ACTION, …]
-//! ACTION:       fn_path | |ctx, event, out| … | raise("name") | send("name")
-//!               | send("name", delay = 1000, id = "t1") | cancel("t1")
+//! ACTION:       fn_path | |ctx, event, out| … | name = |ctx, event, out| … | raise("name")
+//!               | send("name") | send("name", delay = 1000, id = "t1") | cancel("t1")
 //! ```
 //!
 //! Guards are `fn(&Ctx, &<Name>Event) -> bool` and actions
@@ -66,6 +66,12 @@
 //! nothing. `raise`, `send`, `cancel`, `in` and `not_in` are built in (a function of one of those
 //! names cannot be used as an action or guard directly; wrap it in a closure). The outbox methods
 //! `request` and `subject` cannot be service names.
+//!
+//! Chart exports (Mermaid, Graphviz DOT, XState: [`Machine::names`]) show a guard or action given
+//! by a function path as that path (`reserve_stock`, `Self::check`) and never show a closure's
+//! source. Write `name = closure` to name a closure (the name is an identifier):
+//! `guard: in_stock = |ctx, _| ctx.stock > 0`, `entry: [count = |ctx, _, _| ctx.n += 1]`. An
+//! unnamed closure is shown as `guard<N>` / `action<N>` (its `GuardId` / `ActionId`).
 //!
 //! The macro declares the types `<Name>`, `<Name>Event`, `<Name>State`, `<Name>Outbox` and one
 //! `<Name><Path>` per compound or parallel state and parallel region (`AverageBusyLeft` for

@@ -56,10 +56,12 @@ pub trait Machine: Sized + Send + Sync + 'static {
     /// The declared services, in declaration order.
     fn services() -> Vec<ServiceInfo>;
 
-    /// Display names of the custom guards, by `GuardId` (a function's path, or a closure's source).
+    /// Display names of the custom guards, by `GuardId`: the name given with `name = closure`, a
+    /// function's path, or `guard<N>` for an unnamed closure.
     fn guard_names() -> &'static [&'static str];
 
-    /// Display names of the custom actions, by `ActionId`.
+    /// Display names of the custom actions, by `ActionId`: the name given with `name = closure`,
+    /// a function's path, or `action<N>` for an unnamed closure.
     fn action_names() -> &'static [&'static str];
 
     /// The guard and action names, for the chart exporters
