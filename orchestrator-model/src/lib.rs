@@ -1,0 +1,167 @@
+//! A model of the orchestrator's step protocol, checked with [`stateright`].
+//!
+//! # What is modelled
+//!
+//! One workflow that makes `calls` requests to a service, one after the other, then completes;
+//! `workers` workers that each run either side; one queue; one store. Every action is one atomic
+//! step of the real system ([`actions::Action`]), so a crash, a lapse or another worker's step
+//! can fall between any two:
+//!
+//! | model | real code |
+//! | --- | --- |
+//! | [`Action::Claim`]: any visible row, reading the record, its version and the journal's answer | `claim` (`orchestrator-postgres/src/queries/claim.rs`, migration 4 of `src/schema.rs`), `Memory::acquire` (`orchestrator/src/memory/mod.rs`) |
+//! | [`Action::Lock`]: one attempt, a new epoch, denied → nack | `Memory::lock`/`acquire` with `lock = true` (`Locking::Always`), fencing token `Lease::token` |
+//! | [`Protocol::decide`]: journal answer, done, last consumed, second init, no record, core step | `Lifecycle::locked` (`orchestrator/src/orchestration/lifecycle.rs`) |
+//! | [`Action::Step`]: fencing check, then CAS on the version read, journal row, consumed event out of the queue, products in (`ON CONFLICT (event_id) DO NOTHING`), lease released | `Memory::commit` / `commit_step` (migration 6; `queries/commit.rs`), `InMemory::store`; `outbox_step` for an event answered or ignored |
+//! | [`Action::Serve`] + [`Action::Settle`]: the effect (with its recorded answer, keyed by the request), then `ack` by claim with the answer | a service handler behind `Outboxed` (`orchestrator/src/outbox/`), `ack` (`queries/ack.rs`: delete by `(seq, token)`, enqueue only if it was still there) |
+//! | [`Action::Crash`]: a worker forgets everything; its claims and its lease stay until they lapse | a killed process (`orchestrator-sqlite/tests/crash.rs`) |
+//! | [`Action::LapseClaim`], [`Action::ExpireLease`]: a visibility deadline or a lease TTL passes | `REAP_CLAIMS`, `claimed_until`; `leases.expires_at` judged by the store's clock (a paused holder) |
+//! | [`Action::Duplicate`]: another copy of a delivery | a broker's redelivery (JetStream, Redis Streams), the outbox's `redeliver` after a restart |
+//!
+//! The queue is a multiset: any visible row may be claimed next, so deliveries are reordered and
+//! delayed at will; with lapses and duplicates they are delivered again.
+//! `Protections::locking = false` is `Locking::Never`, for exclusive-lane queues: no lease, only
+//! the compare-and-swap guards (lanes themselves are not modelled: any row may be claimed, which
+//! is a superset of what lanes allow).
+//!
+//! # What is abstracted away
+//!
+//! * Time: a lease or a claim lapses when an action says so ([`Action::ExpireLease`],
+//!   [`Action::LapseClaim`]), within a budget; clocks, TTL values and renewals are not modelled.
+//! * One workflow, one service, one kind of request; its payloads; failures of the core step (a
+//!   failure latch is one more write, like any other); timers; child workflows; retention.
+//! * The read happens at the claim (as the PostgreSQL claim does) and the lock after it; the
+//!   in-memory store's `acquire` locks then reads in one step, one of the interleavings covered.
+//! * The effect and its recorded answer are one transaction of the service (its own store, or an
+//!   idempotency key at the provider): the model checks the protocol around it, not that.
+//! * The queue's lanes, attempts, dead letters, and `nack` delays; the transport's own
+//!   acknowledgement of orchestrator events (the commit takes them out of the queue, as a durable
+//!   node over PostgreSQL does: "settle in the commit").
+//! * The record's content: a position in the workflow, a done flag and the last event consumed.
+//!
+//! # Properties
+//!
+//! See [`properties`]. [`Protections`] switch each protection off, and the tests show that the
+//! checker then finds a counterexample (the model can fail).
+
+pub mod actions;
+pub mod properties;
+pub mod state;
+
+use std::time::{Duration, Instant};
+
+use stateright::{Checker, Model};
+
+pub use actions::{Action, Decision, core_step};
+pub use state::{Budget, Msg, State};
+
+/// The protections of the protocol, each of which can be switched off to show what it guards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Protections {
+    /// The commit's compare-and-swap on the version read (`WHERE version = p_prev`, and `ON
+    /// CONFLICT (id) DO NOTHING` for a first write).
+    pub cas: bool,
+    /// The commit's fencing check: the writer's lease is still the current one.
+    pub fencing: bool,
+    /// Workers take the lease before a step (`Locking::Always`); off is `Locking::Never`.
+    pub locking: bool,
+    /// The journal's answer to a redelivered event, and the last-consumed gate.
+    pub journal: bool,
+    /// The service records its answer per request and returns it to a redelivered request.
+    pub recorded_answers: bool,
+}
+
+impl Protections {
+    /// Every protection on.
+    pub const ALL: Self = Self { cas: true, fencing: true, locking: true, journal: true, recorded_answers: true };
+}
+
+/// The model: the protocol's bounds and protections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Protocol {
+    /// Service calls the workflow makes before completing.
+    pub calls: u8,
+    /// Workers.
+    pub workers: u8,
+    /// Faults the checker may inject along one path.
+    pub budget: Budget,
+    /// The protections in force.
+    pub protections: Protections,
+}
+
+impl Protocol {
+    /// The bound run in CI (`cargo test`): one service call, two workers, one fault of each
+    /// kind.
+    pub fn ci() -> Self {
+        Self {
+            calls: 1,
+            workers: 2,
+            budget: Budget { crashes: 1, lapses: 1, expiries: 1, duplicates: 1 },
+            protections: Protections::ALL,
+        }
+    }
+
+    /// A larger bound (the ignored test, or `ORCHESTRATOR_MODEL_LARGE=1`): two service calls,
+    /// two workers, two faults of each kind.
+    pub fn large() -> Self {
+        Self {
+            calls: 2,
+            workers: 2,
+            budget: Budget { crashes: 2, lapses: 2, expiries: 2, duplicates: 1 },
+            protections: Protections::ALL,
+        }
+    }
+
+    /// The same bounds with other protections.
+    #[must_use]
+    pub fn with(mut self, protections: Protections) -> Self {
+        self.protections = protections;
+        self
+    }
+
+    /// Explores every reachable state breadth first, on `threads` threads.
+    pub fn check(self, threads: usize) -> Report {
+        let start = Instant::now();
+        let checker = self.checker().threads(threads).spawn_bfs().join();
+        let elapsed = start.elapsed();
+        let discoveries = checker.discoveries().into_iter().map(|(name, path)| (name, path.to_string())).collect();
+        Report {
+            states: checker.state_count(),
+            unique_states: checker.unique_state_count(),
+            max_depth: checker.max_depth(),
+            elapsed,
+            discoveries,
+        }
+    }
+}
+
+/// What a check found.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// States generated.
+    pub states: usize,
+    /// Distinct states.
+    pub unique_states: usize,
+    /// The longest path explored.
+    pub max_depth: usize,
+    /// How long it took.
+    pub elapsed: Duration,
+    /// For each property with a discovery (a counterexample to an `always`, an example of a
+    /// `sometimes`), the path, printed.
+    pub discoveries: Vec<(&'static str, String)>,
+}
+
+impl Report {
+    /// The path found for `property`, if any.
+    pub fn discovery(&self, property: &str) -> Option<&str> {
+        self.discoveries.iter().find(|(name, _)| *name == property).map(|(_, path)| path.as_str())
+    }
+
+    /// The `always` properties with a counterexample.
+    pub fn violated(&self) -> Vec<&'static str> {
+        let mut names: Vec<_> =
+            self.discoveries.iter().map(|(name, _)| *name).filter(|name| properties::SAFETY.contains(name)).collect();
+        names.sort_unstable();
+        names
+    }
+}
