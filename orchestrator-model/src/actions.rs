@@ -22,6 +22,10 @@ pub enum Action {
     /// out of the queue and the produced one in, the lease released, in one transaction. An event
     /// answered by the journal or ignored takes only the queue step (`outbox_step`).
     Step(u8),
+    /// Worker publishes what its step produced and acknowledges its delivery (a transport's ack
+    /// after the commit: `Lifecycle`'s "persist → unlock → emit"); only when
+    /// [`Protocol::settle_in_commit`] is off.
+    Emit(u8),
     /// Service worker handles its request: applies the effect, or finds the recorded answer.
     Serve(u8),
     /// Service worker settles its delivery with its answer (`ack`: delete by claim, enqueue the
@@ -135,7 +139,7 @@ impl State {
     fn held_elsewhere(&self, w: u8, msg: Msg) -> bool {
         self.workers.iter().enumerate().any(|(i, worker)| {
             i != usize::from(w)
-                && matches!(worker, Worker::Claimed { msg: m, .. } | Worker::Locked { msg: m, .. } | Worker::Served { msg: m, .. } if *m == msg)
+                && worker.holds() == Some(msg)
         })
     }
 }
@@ -178,6 +182,7 @@ impl Model for Protocol {
                 Worker::Claimed { seen: Some(_), .. } | Worker::Locked { .. } => actions.push(Action::Step(w)),
                 Worker::Claimed { seen: None, .. } => actions.push(Action::Serve(w)),
                 Worker::Served { .. } => actions.push(Action::Settle(w)),
+                Worker::Emitting { .. } => actions.push(Action::Emit(w)),
             }
             if *worker != Worker::Idle && state.budget.crashes > 0 {
                 actions.push(Action::Crash(w));
@@ -238,6 +243,9 @@ impl Model for Protocol {
                         s.history.orphaned = false;
                         s.history.took_over = true;
                     }
+                    // `Memory::acquire` with `lock`: the lease, then the record and the journal's
+                    // answer read under it (the claim's read serves only `Locking::Never`).
+                    let seen = if self.protections.read_under_lease { self.read(&s, msg) } else { seen };
                     s.workers[usize::from(w)] = Worker::Locked { msg, seen, epoch: s.epoch };
                 }
             }
@@ -248,43 +256,58 @@ impl Model for Protocol {
                     _ => return None,
                 };
                 s.workers[usize::from(w)] = Worker::Idle;
-                match self.decide(msg, seen) {
+                let (write, produced) = match self.decide(msg, seen) {
                     Decision::Reply(produced) => {
                         s.history.journal_answered = true;
-                        s.consume(msg);
+                        (None, Some(produced))
+                    }
+                    Decision::Ignore => (None, None),
+                    Decision::Write(record, produced) => (Some(record), Some(produced)),
+                };
+                if let Some(record) = write {
+                    if self.protections.fencing
+                        && let Some(epoch) = epoch
+                        && s.lease != Some((w, epoch))
+                    {
+                        s.history.fenced = true;
+                        s.nack(w, msg);
+                        return Some(s);
+                    }
+                    if self.protections.cas && s.version != seen.version {
+                        s.history.conflicted = true;
+                        s.unlock(w, epoch);
+                        s.nack(w, msg);
+                        return Some(s);
+                    }
+                    // `version = p_prev + 1`: the version the writer read, plus one.
+                    let version = seen.version + 1;
+                    let produced = produced.unwrap_or(Msg::Completed);
+                    s.version = version;
+                    s.record = Some(record);
+                    s.journal.push(Entry { version, consumed: msg, produced, record });
+                    s.history.writes.push((version, epoch.unwrap_or(0)));
+                    s.history.was_done |= record.done;
+                }
+                s.unlock(w, epoch);
+                if self.settle_in_commit {
+                    // The queue step in the same transaction (`commit_step`'s outbox part, or
+                    // `outbox_step` when nothing is written).
+                    s.consume(msg);
+                    if let Some(produced) = produced {
                         s.enqueue(produced);
-                        s.unlock(w, epoch);
                     }
-                    Decision::Ignore => {
-                        s.consume(msg);
-                        s.unlock(w, epoch);
-                    }
-                    Decision::Write(record, produced) => {
-                        if self.protections.fencing
-                            && let Some(epoch) = epoch
-                            && s.lease != Some((w, epoch))
-                        {
-                            s.history.fenced = true;
-                            s.nack(w, msg);
-                            return Some(s);
-                        }
-                        if self.protections.cas && s.version != seen.version {
-                            s.history.conflicted = true;
-                            s.unlock(w, epoch);
-                            s.nack(w, msg);
-                            return Some(s);
-                        }
-                        // `version = p_prev + 1`: the version the writer read, plus one.
-                        let version = seen.version + 1;
-                        s.version = version;
-                        s.record = Some(record);
-                        s.journal.push(Entry { version, consumed: msg, produced, record });
-                        s.history.writes.push((version, epoch.unwrap_or(0)));
-                        s.history.was_done |= record.done;
-                        s.consume(msg);
-                        s.enqueue(produced);
-                        s.unlock(w, epoch);
-                    }
+                } else {
+                    s.workers[usize::from(w)] = Worker::Emitting { msg, produced };
+                }
+            }
+            Action::Emit(w) => {
+                let Worker::Emitting { msg, produced } = s.workers[usize::from(w)] else { return None };
+                s.workers[usize::from(w)] = Worker::Idle;
+                if let Some(produced) = produced {
+                    s.enqueue(produced);
+                }
+                if let Some(i) = s.queue.iter().position(|r| r.msg == msg && r.claimed_by == Some(w)) {
+                    s.queue.remove(i);
                 }
             }
             Action::Serve(w) => {

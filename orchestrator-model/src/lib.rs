@@ -9,10 +9,11 @@
 //!
 //! | model | real code |
 //! | --- | --- |
-//! | [`Action::Claim`]: any visible row, reading the record, its version and the journal's answer | `claim` (`orchestrator-postgres/src/queries/claim.rs`, migration 4 of `src/schema.rs`), `Memory::acquire` (`orchestrator/src/memory/mod.rs`) |
-//! | [`Action::Lock`]: one attempt, a new epoch, denied → nack | `Memory::lock`/`acquire` with `lock = true` (`Locking::Always`), fencing token `Lease::token` |
+//! | [`Action::Claim`]: any visible row, reading the record, its version and the journal's answer (used without a lease) | `claim` (`orchestrator-postgres/src/queries/claim.rs`, migration 4 of `src/schema.rs`), `Memory::acquire` (`orchestrator/src/memory/mod.rs`) |
+//! | [`Action::Lock`]: one attempt, a new epoch, then the read under the lease; denied → nack | `Memory::lock`/`acquire` with `lock = true` (`Locking::Always`), fencing token `Lease::token` |
 //! | [`Protocol::decide`]: journal answer, done, last consumed, second init, no record, core step | `Lifecycle::locked` (`orchestrator/src/orchestration/lifecycle.rs`) |
 //! | [`Action::Step`]: fencing check, then CAS on the version read, journal row, consumed event out of the queue, products in (`ON CONFLICT (event_id) DO NOTHING`), lease released | `Memory::commit` / `commit_step` (migration 6; `queries/commit.rs`), `InMemory::store`; `outbox_step` for an event answered or ignored |
+//! | [`Action::Emit`] (with `settle_in_commit` off): publish the product, then ack the delivery | `Lifecycle::execute`'s caller, the dispatcher (`orchestrator/src/runtime/dispatcher.rs`) over a transport |
 //! | [`Action::Serve`] + [`Action::Settle`]: the effect (with its recorded answer, keyed by the request), then `ack` by claim with the answer | a service handler behind `Outboxed` (`orchestrator/src/outbox/`), `ack` (`queries/ack.rs`: delete by `(seq, token)`, enqueue only if it was still there) |
 //! | [`Action::Crash`]: a worker forgets everything; its claims and its lease stay until they lapse | a killed process (`orchestrator-sqlite/tests/crash.rs`) |
 //! | [`Action::LapseClaim`], [`Action::ExpireLease`]: a visibility deadline or a lease TTL passes | `REAP_CLAIMS`, `claimed_until`; `leases.expires_at` judged by the store's clock (a paused holder) |
@@ -30,8 +31,10 @@
 //!   [`Action::LapseClaim`]), within a budget; clocks, TTL values and renewals are not modelled.
 //! * One workflow, one service, one kind of request; its payloads; failures of the core step (a
 //!   failure latch is one more write, like any other); timers; child workflows; retention.
-//! * The read happens at the claim (as the PostgreSQL claim does) and the lock after it; the
-//!   in-memory store's `acquire` locks then reads in one step, one of the interleavings covered.
+//! * Reads: the claim reads the record, its version and the journal's answer (as the PostgreSQL
+//!   claim does); with a lease, [`Action::Lock`] reads them again under the lease
+//!   (`Memory::acquire`), and the claim's read serves only `Locking::Never`, as in
+//!   `orchestrator-postgres/src/store.rs` (`acquire`).
 //! * The effect and its recorded answer are one transaction of the service (its own store, or an
 //!   idempotency key at the provider): the model checks the protocol around it, not that.
 //! * The queue's lanes, attempts, dead letters, and `nack` delays; the transport's own
@@ -48,6 +51,7 @@ pub mod actions;
 pub mod properties;
 pub mod state;
 
+use std::collections::{HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use stateright::{Checker, Model};
@@ -65,6 +69,10 @@ pub struct Protections {
     pub fencing: bool,
     /// Workers take the lease before a step (`Locking::Always`); off is `Locking::Never`.
     pub locking: bool,
+    /// With a lease, the record and the journal's answer are read after the lease is taken
+    /// (`Memory::acquire` with `lock = true`, one statement), not taken from the claim's read
+    /// (`orchestrator-postgres`'s `Store::acquire` uses the claim's read only without a lock).
+    pub read_under_lease: bool,
     /// The journal's answer to a redelivered event, and the last-consumed gate.
     pub journal: bool,
     /// The service records its answer per request and returns it to a redelivered request.
@@ -73,7 +81,8 @@ pub struct Protections {
 
 impl Protections {
     /// Every protection on.
-    pub const ALL: Self = Self { cas: true, fencing: true, locking: true, journal: true, recorded_answers: true };
+    pub const ALL: Self =
+        Self { cas: true, fencing: true, locking: true, read_under_lease: true, journal: true, recorded_answers: true };
 }
 
 /// The model: the protocol's bounds and protections.
@@ -83,6 +92,12 @@ pub struct Protocol {
     pub calls: u8,
     /// Workers.
     pub workers: u8,
+    /// Whether a workflow step settles its delivery and enqueues its product in the commit's
+    /// transaction (a durable node over PostgreSQL or SQLite: `commit_step`'s outbox part), or
+    /// publishes and acknowledges after it ([`Action::Emit`]: a transport acknowledged after the
+    /// step, where a crash between the commit and the emission loses the product unless the
+    /// redelivered event gets the journal's answer).
+    pub settle_in_commit: bool,
     /// Faults the checker may inject along one path.
     pub budget: Budget,
     /// The protections in force.
@@ -96,6 +111,7 @@ impl Protocol {
         Self {
             calls: 1,
             workers: 2,
+            settle_in_commit: true,
             budget: Budget { crashes: 1, lapses: 1, expiries: 1, duplicates: 1 },
             protections: Protections::ALL,
         }
@@ -107,6 +123,7 @@ impl Protocol {
         Self {
             calls: 2,
             workers: 2,
+            settle_in_commit: true,
             budget: Budget { crashes: 2, lapses: 2, expiries: 2, duplicates: 1 },
             protections: Protections::ALL,
         }
@@ -116,6 +133,13 @@ impl Protocol {
     #[must_use]
     pub fn with(mut self, protections: Protections) -> Self {
         self.protections = protections;
+        self
+    }
+
+    /// The same bounds, with deliveries settled in the commit or after it.
+    #[must_use]
+    pub fn settling_in_commit(mut self, settle_in_commit: bool) -> Self {
+        self.settle_in_commit = settle_in_commit;
         self
     }
 
@@ -132,6 +156,50 @@ impl Protocol {
             elapsed,
             discoveries,
         }
+    }
+}
+
+impl Protocol {
+    /// A shortest path (fewest actions) to a state where the `always` property `property` fails,
+    /// found breadth first on one thread; `None` when no reachable state breaks it (or when
+    /// there is no such property). The checker's own path may be longer: it keeps the last
+    /// failing state it met.
+    pub fn shortest_counterexample(self, property: &str) -> Option<Vec<Action>> {
+        let holds = self.properties().into_iter().find(|p| p.name == property)?.condition;
+        let mut states: Vec<(State, Option<(usize, Action)>)> = Vec::new();
+        let mut seen: HashSet<State> = HashSet::new();
+        let mut queue = VecDeque::new();
+        for init in self.init_states() {
+            if seen.insert(init.clone()) {
+                states.push((init, None));
+                queue.push_back(states.len() - 1);
+            }
+        }
+        let mut actions = Vec::new();
+        while let Some(i) = queue.pop_front() {
+            if !holds(&self, &states[i].0) {
+                let mut path = Vec::new();
+                let mut at = i;
+                while let Some((parent, action)) = states[at].1 {
+                    path.push(action);
+                    at = parent;
+                }
+                path.reverse();
+                return Some(path);
+            }
+            actions.clear();
+            self.actions(&states[i].0, &mut actions);
+            for &action in &actions {
+                if let Some(next) = self.next_state(&states[i].0, action)
+                    && self.within_boundary(&next)
+                    && seen.insert(next.clone())
+                {
+                    states.push((next, Some((i, action))));
+                    queue.push_back(states.len() - 1);
+                }
+            }
+        }
+        None
     }
 }
 

@@ -8,7 +8,12 @@
 //! * [`EFFECT_AT_MOST_ONCE`]: the service's effect is applied at most once per request;
 //! * [`JOURNAL_MATCHES_RECORD`]: the journal is gapless (entry `i` wrote version `i + 1`), as long
 //!   as the version, ends with the stored record, and replays: each entry's record is the core
-//!   step of the previous record and the entry's consumed event.
+//!   step of the previous record and the entry's consumed event;
+//! * [`COMPLETES_ONCE_FAULTS_STOP`]: from every reachable state, once faults stop (no more
+//!   crashes or duplicates; the claims and the lease of dead workers lapse), the live workers
+//!   complete the workflow: nothing the protocol needs was lost. It is checked by running the
+//!   workers from the state, one fault-free schedule (workers busy with a delivery first), which
+//!   makes it a safety property of each state.
 //!
 //! `sometimes` (the model is not vacuous; each names a path the checker must find):
 //! [`COMPLETES`], [`TAKEOVER_AFTER_CRASH`], [`DUPLICATE_DELIVERY`], [`FENCED_OUT`],
@@ -17,7 +22,7 @@
 use stateright::{Model, Property};
 
 use crate::Protocol;
-use crate::actions::core_step;
+use crate::actions::{Action, core_step};
 use crate::state::{History, State};
 
 /// Each version is written by one commit only.
@@ -28,6 +33,8 @@ pub const NEVER_REOPENS: &str = "a completed workflow never reopens";
 pub const EFFECT_AT_MOST_ONCE: &str = "an effect is applied at most once per request";
 /// The journal is the record's history.
 pub const JOURNAL_MATCHES_RECORD: &str = "the journal is gapless and equals the record";
+/// Nothing needed is lost: without more faults the workflow completes.
+pub const COMPLETES_ONCE_FAULTS_STOP: &str = "once faults stop, the workflow completes";
 /// A workflow completes.
 pub const COMPLETES: &str = "a workflow completes";
 /// A lease held by a crashed worker lapses and another worker takes it.
@@ -44,7 +51,13 @@ pub const JOURNAL_ANSWERED: &str = "the journal answers a redelivery";
 pub const ANSWER_REPLAYED: &str = "a redelivered request gets its recorded answer";
 
 /// The `always` properties' names.
-pub const SAFETY: [&str; 4] = [ONE_WRITER_PER_VERSION, NEVER_REOPENS, EFFECT_AT_MOST_ONCE, JOURNAL_MATCHES_RECORD];
+pub const SAFETY: [&str; 5] = [
+    ONE_WRITER_PER_VERSION,
+    NEVER_REOPENS,
+    EFFECT_AT_MOST_ONCE,
+    JOURNAL_MATCHES_RECORD,
+    COMPLETES_ONCE_FAULTS_STOP,
+];
 
 /// Every property.
 pub fn all() -> Vec<Property<Protocol>> {
@@ -53,6 +66,7 @@ pub fn all() -> Vec<Property<Protocol>> {
         Property::always(NEVER_REOPENS, |_, s| never_reopens(s)),
         Property::always(EFFECT_AT_MOST_ONCE, |_, s| effect_at_most_once(s)),
         Property::always(JOURNAL_MATCHES_RECORD, journal_matches_record),
+        Property::always(COMPLETES_ONCE_FAULTS_STOP, completes_once_faults_stop),
         Property::sometimes(COMPLETES, |_, s| completes(s)),
         Property::sometimes(TAKEOVER_AFTER_CRASH, |_, s| history(s).took_over),
         Property::sometimes(DUPLICATE_DELIVERY, |_, s| history(s).redelivered),
@@ -64,10 +78,16 @@ pub fn all() -> Vec<Property<Protocol>> {
 }
 
 /// The names of the `sometimes` properties a configuration can reach: without locking there is
-/// no lease to take over or fence, without recorded answers none to replay.
+/// no lease to take over or fence, without recorded answers none to replay, and with the lease,
+/// fencing and the read under the lease, the fencing check refuses every write the
+/// compare-and-swap would.
 pub fn reachable(model: &Protocol) -> Vec<&'static str> {
     let p = model.protections;
-    let mut names = vec![COMPLETES, DUPLICATE_DELIVERY, CAS_REFUSED];
+    let mut names = vec![COMPLETES, DUPLICATE_DELIVERY];
+    // With a lease read under it and fencing, a writer that would conflict is fenced first.
+    if !p.locking || !p.fencing || !p.read_under_lease {
+        names.push(CAS_REFUSED);
+    }
     if p.locking {
         names.push(TAKEOVER_AFTER_CRASH);
         if p.fencing {
@@ -122,4 +142,44 @@ fn journal_matches_record(model: &Protocol, s: &State) -> bool {
 /// Whether `property` is one of the model's properties (a guard for tests naming them).
 pub fn is_property(model: &Protocol, property: &str) -> bool {
     model.properties().iter().any(|p| p.name == property)
+}
+
+/// How many fault-free steps [`COMPLETES_ONCE_FAULTS_STOP`] allows (far more than a workflow of
+/// the model's bounds needs).
+const FAULT_FREE_STEPS: usize = 200;
+
+fn completes_once_faults_stop(model: &Protocol, state: &State) -> bool {
+    let mut s = state.clone();
+    let mut actions = Vec::new();
+    for _ in 0..FAULT_FREE_STEPS {
+        if completes(&s) {
+            return true;
+        }
+        // Time passes for the dead: a claim or a lease whose holder no longer holds it lapses.
+        for row in &mut s.queue {
+            if let Some(w) = row.claimed_by
+                && s.workers[usize::from(w)].holds() != Some(row.msg)
+            {
+                row.claimed_by = None;
+            }
+        }
+        s.queue.sort();
+        if let Some((w, epoch)) = s.lease
+            && !matches!(s.workers[usize::from(w)], crate::state::Worker::Locked { epoch: e, .. } if e == epoch)
+        {
+            s.lease = None;
+        }
+        actions.clear();
+        model.actions(&s, &mut actions);
+        let busy = actions.iter().find(|a| {
+            matches!(a, Action::Lock(_) | Action::Step(_) | Action::Emit(_) | Action::Serve(_) | Action::Settle(_))
+        });
+        let next = busy.or_else(|| actions.iter().find(|a| matches!(a, Action::Claim(..))));
+        let Some(&next) = next else { return false };
+        match model.next_state(&s, next) {
+            Some(n) => s = n,
+            None => return false,
+        }
+    }
+    false
 }

@@ -97,6 +97,15 @@ pub enum Worker {
         /// The lease's epoch.
         epoch: u8,
     },
+    /// A workflow worker whose step is done in the store (committed, answered by the journal, or
+    /// ignored) and that has yet to publish the product and acknowledge the delivery: only when
+    /// the delivery is not settled in the commit (a transport acknowledged after the step).
+    Emitting {
+        /// The event.
+        msg: Msg,
+        /// The event to publish.
+        produced: Option<Msg>,
+    },
     /// A service worker that ran the request (applied the effect or found its recorded answer)
     /// and has not settled the delivery yet.
     Served {
@@ -105,6 +114,19 @@ pub enum Worker {
         /// The answer to enqueue with the settlement.
         answer: Msg,
     },
+}
+
+impl Worker {
+    /// The event the worker is handling, if any.
+    pub fn holds(self) -> Option<Msg> {
+        match self {
+            Worker::Idle => None,
+            Worker::Claimed { msg, .. }
+            | Worker::Locked { msg, .. }
+            | Worker::Emitting { msg, .. }
+            | Worker::Served { msg, .. } => Some(msg),
+        }
+    }
 }
 
 /// The whole system.
