@@ -137,10 +137,7 @@ impl State {
     }
 
     fn held_elsewhere(&self, w: u8, msg: Msg) -> bool {
-        self.workers.iter().enumerate().any(|(i, worker)| {
-            i != usize::from(w)
-                && worker.holds() == Some(msg)
-        })
+        self.workers.iter().enumerate().any(|(i, worker)| i != usize::from(w) && worker.holds() == Some(msg))
     }
 }
 
@@ -178,8 +175,12 @@ impl Model for Protocol {
                         }
                     }
                 }
-                Worker::Claimed { seen: Some(_), .. } if self.protections.locking => actions.push(Action::Lock(w)),
-                Worker::Claimed { seen: Some(_), .. } | Worker::Locked { .. } => actions.push(Action::Step(w)),
+                Worker::Claimed { seen: Some(_), .. } if self.protections.locking => {
+                    actions.push(Action::Lock(w))
+                }
+                Worker::Claimed { seen: Some(_), .. } | Worker::Locked { .. } => {
+                    actions.push(Action::Step(w))
+                }
                 Worker::Claimed { seen: None, .. } => actions.push(Action::Serve(w)),
                 Worker::Served { .. } => actions.push(Action::Settle(w)),
                 Worker::Emitting { .. } => actions.push(Action::Emit(w)),
@@ -231,7 +232,9 @@ impl Model for Protocol {
                 s.workers[usize::from(w)] = Worker::Claimed { msg, seen };
             }
             Action::Lock(w) => {
-                let Worker::Claimed { msg, seen: Some(seen) } = s.workers[usize::from(w)] else { return None };
+                let Worker::Claimed { msg, seen: Some(seen) } = s.workers[usize::from(w)] else {
+                    return None;
+                };
                 if s.lease.is_some() {
                     // Denied: the dispatcher gives the delivery back, to be retried.
                     s.nack(w, msg);
@@ -311,7 +314,8 @@ impl Model for Protocol {
                 }
             }
             Action::Serve(w) => {
-                let Worker::Claimed { msg: msg @ Msg::Request(n), seen: None } = s.workers[usize::from(w)] else {
+                let Worker::Claimed { msg: msg @ Msg::Request(n), seen: None } = s.workers[usize::from(w)]
+                else {
                     return None;
                 };
                 let n_ = usize::from(n);

@@ -172,7 +172,10 @@ fn completes_once_faults_stop(model: &Protocol, state: &State) -> bool {
         actions.clear();
         model.actions(&s, &mut actions);
         let busy = actions.iter().find(|a| {
-            matches!(a, Action::Lock(_) | Action::Step(_) | Action::Emit(_) | Action::Serve(_) | Action::Settle(_))
+            matches!(
+                a,
+                Action::Lock(_) | Action::Step(_) | Action::Emit(_) | Action::Serve(_) | Action::Settle(_)
+            )
         });
         let next = busy.or_else(|| actions.iter().find(|a| matches!(a, Action::Claim(..))));
         let Some(&next) = next else { return false };

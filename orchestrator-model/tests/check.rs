@@ -5,7 +5,7 @@ use orchestrator_model::properties::{
     self, COMPLETES_ONCE_FAULTS_STOP, EFFECT_AT_MOST_ONCE, JOURNAL_MATCHES_RECORD, NEVER_REOPENS,
     ONE_WRITER_PER_VERSION, SAFETY,
 };
-use orchestrator_model::{Protections, Protocol, Report};
+use orchestrator_model::{Budget, Protections, Protocol, Report};
 
 fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from).min(2)
@@ -80,13 +80,13 @@ const BROKEN_RECORD: [&str; 4] =
 
 #[test]
 fn without_cas_or_fencing_two_epochs_commit_one_step() {
-    let model = Protocol::ci().with(Protections { cas: false, fencing: false, ..ALL });
+    let model = Protocol::small().with(Protections { cas: false, fencing: false, ..ALL });
     assert_fails(model, "no cas, no fencing", &BROKEN_RECORD);
 }
 
 #[test]
 fn without_cas_and_without_lease_two_writers_commit_one_step() {
-    let model = Protocol::ci().with(Protections { cas: false, locking: false, ..ALL });
+    let model = Protocol::small().with(Protections { cas: false, locking: false, ..ALL });
     assert_fails(model, "no cas, no lease", &BROKEN_RECORD);
 }
 
@@ -95,14 +95,14 @@ fn without_cas_and_without_lease_two_writers_commit_one_step() {
 /// read under the lease, or keep the compare-and-swap.
 #[test]
 fn fencing_without_cas_fails_when_the_read_precedes_the_lease() {
-    let model = Protocol::ci().with(Protections { cas: false, read_under_lease: false, ..ALL });
+    let model = Protocol::small().with(Protections { cas: false, read_under_lease: false, ..ALL });
     assert_fails(model, "no cas, read at the claim", &BROKEN_RECORD);
-    assert_holds(Protocol::ci().with(Protections { read_under_lease: false, ..ALL }), "read at the claim");
+    assert_holds(Protocol::small().with(Protections { read_under_lease: false, ..ALL }), "read at the claim");
 }
 
 #[test]
 fn without_recorded_answers_a_redelivered_request_pays_twice() {
-    let model = Protocol::ci().with(Protections { recorded_answers: false, ..ALL });
+    let model = Protocol::small().with(Protections { recorded_answers: false, ..ALL });
     assert_fails(model, "no recorded answers", &[EFFECT_AT_MOST_ONCE]);
 }
 
@@ -111,8 +111,11 @@ fn without_recorded_answers_a_redelivered_request_pays_twice() {
 /// crash between the commit and the emission loses the product for good.
 #[test]
 fn without_the_journal_a_crash_after_the_commit_loses_the_product() {
-    assert_holds(Protocol::ci().with(Protections { journal: false, ..ALL }), "no journal, settled in the commit");
-    let model = Protocol::ci().with(Protections { journal: false, ..ALL }).settling_in_commit(false);
+    assert_holds(
+        Protocol::small().with(Protections { journal: false, ..ALL }),
+        "no journal, settled in the commit",
+    );
+    let model = Protocol::small().with(Protections { journal: false, ..ALL }).settling_in_commit(false);
     assert_fails(model, "no journal, settled after the commit", &[COMPLETES_ONCE_FAULTS_STOP]);
 }
 
@@ -133,5 +136,28 @@ fn the_protocol_holds_at_the_large_bound_when_asked() {
 
 fn large() {
     assert_holds(Protocol::large(), "large bound");
-    assert_holds(Protocol::large().settling_in_commit(false), "large bound, settled after the commit");
+}
+
+/// A bound of your choice: `ORCHESTRATOR_MODEL_BOUND=calls,workers,crashes,lapses,expiries,duplicates`
+/// (and `ORCHESTRATOR_MODEL_SETTLE=after` for deliveries settled after the commit).
+#[test]
+fn the_protocol_holds_at_the_bound_asked() {
+    let Some(bound) = std::env::var_os("ORCHESTRATOR_MODEL_BOUND") else { return };
+    let n: Vec<u8> = bound
+        .to_string_lossy()
+        .split(',')
+        .map(|n| n.trim().parse().expect("ORCHESTRATOR_MODEL_BOUND: six small numbers"))
+        .collect();
+    let [calls, workers, crashes, lapses, expiries, duplicates] = n[..] else {
+        panic!("ORCHESTRATOR_MODEL_BOUND: calls,workers,crashes,lapses,expiries,duplicates")
+    };
+    let after = std::env::var("ORCHESTRATOR_MODEL_SETTLE").is_ok_and(|s| s == "after");
+    let model = Protocol {
+        calls,
+        workers,
+        settle_in_commit: !after,
+        budget: Budget { crashes, lapses, expiries, duplicates },
+        protections: ALL,
+    };
+    assert_holds(model, &format!("bound {model:?}"));
 }
