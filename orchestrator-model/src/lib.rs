@@ -37,9 +37,11 @@
 //!   `orchestrator-postgres/src/store.rs` (`acquire`).
 //! * The effect and its recorded answer are one transaction of the service (its own store, or an
 //!   idempotency key at the provider): the model checks the protocol around it, not that.
-//! * The queue's lanes, attempts, dead letters, and `nack` delays; the transport's own
-//!   acknowledgement of orchestrator events (the commit takes them out of the queue, as a durable
-//!   node over PostgreSQL does: "settle in the commit").
+//! * The queue's lanes, attempts, dead letters and `nack` delays. Two ways of settling a workflow
+//!   event are modelled ([`Protocol::settle_in_commit`]): in the commit's transaction, as a durable
+//!   node over PostgreSQL or SQLite does, or by a publish and an ack after the commit
+//!   ([`Action::Emit`]), as over a transport that keeps no outbox in the store. The service
+//!   settles with `ack` by claim in both.
 //! * The record's content: a position in the workflow, a done flag and the last event consumed.
 //!
 //! # Properties
