@@ -380,3 +380,45 @@ impl Model for Protocol {
         state.epoch < u8::MAX - 1 && state.runs < u8::MAX - 1 && state.version < u8::MAX - 1
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Protections;
+
+    fn seen(version: u8, record: Option<Record>, produced: Option<Msg>) -> Seen {
+        Seen { version, record, produced }
+    }
+
+    #[test]
+    fn the_workflow_asks_then_completes() {
+        let (r0, p0) = core_step(2, None, Msg::Init).expect("init starts it");
+        assert_eq!((r0.pos, r0.done, p0), (0, false, Msg::Request(0)));
+        assert_eq!(core_step(2, Some(r0), Msg::Answer(1, 0)), None, "not the answer awaited");
+        let (r1, p1) = core_step(2, Some(r0), Msg::Answer(0, 7)).expect("answer 0");
+        assert_eq!((r1.pos, r1.done, p1), (1, false, Msg::Request(1)));
+        let (r2, p2) = core_step(2, Some(r1), Msg::Answer(1, 0)).expect("answer 1");
+        assert_eq!((r2.pos, r2.done, p2), (2, true, Msg::Completed));
+        assert_eq!(core_step(2, Some(r2), Msg::Answer(1, 0)), None, "done");
+    }
+
+    #[test]
+    fn the_gates_follow_the_lifecycle() {
+        let model = Protocol::small();
+        let r0 = Record { pos: 0, done: false, last: Msg::Init };
+        let done = Record { pos: 1, done: true, last: Msg::Answer(0, 0) };
+        assert_eq!(
+            model.decide(Msg::Init, seen(1, Some(r0), Some(Msg::Request(0)))),
+            Decision::Reply(Msg::Request(0))
+        );
+        assert_eq!(model.decide(Msg::Init, seen(1, Some(r0), None)), Decision::Ignore, "last consumed");
+        assert_eq!(model.decide(Msg::Answer(0, 1), seen(2, Some(done), None)), Decision::Ignore, "done");
+        assert_eq!(model.decide(Msg::Answer(0, 0), seen(0, None, None)), Decision::Ignore, "no record");
+        let no_journal = model.with(Protections { journal: false, ..Protections::ALL });
+        assert_eq!(
+            no_journal.decide(Msg::Init, seen(1, Some(r0), Some(Msg::Request(0)))),
+            Decision::Ignore,
+            "a second init"
+        );
+    }
+}
