@@ -28,6 +28,9 @@ pub enum Action {
     Emit(u8),
     /// Service worker handles its request: applies the effect, or finds the recorded answer.
     Serve(u8),
+    /// Service worker records the answer of the effect it applied (a second transaction: only
+    /// when `Protections::atomic_answer` is off).
+    Record(u8),
     /// Service worker settles its delivery with its answer (`ack`: delete by claim, enqueue the
     /// answer, in one transaction; nothing when the claim is gone).
     Settle(u8),
@@ -41,6 +44,14 @@ pub enum Action {
     /// The transport delivers the event once more (a broker's redelivery, the outbox's
     /// `redeliver` after a restart).
     Duplicate(Msg),
+}
+
+impl Action {
+    /// Whether the action is a fault (a crash, a lapse, an expiry, a duplicate) rather than a
+    /// step of the protocol.
+    pub fn is_fault(self) -> bool {
+        matches!(self, Action::Crash(_) | Action::LapseClaim(..) | Action::ExpireLease | Action::Duplicate(_))
+    }
 }
 
 /// What the lifecycle decides for a workflow event, from what it read (`Lifecycle::locked`).
@@ -182,6 +193,7 @@ impl Model for Protocol {
                     actions.push(Action::Step(w))
                 }
                 Worker::Claimed { seen: None, .. } => actions.push(Action::Serve(w)),
+                Worker::Recording { .. } => actions.push(Action::Record(w)),
                 Worker::Served { .. } => actions.push(Action::Settle(w)),
                 Worker::Emitting { .. } => actions.push(Action::Emit(w)),
             }
@@ -330,12 +342,24 @@ impl Model for Protocol {
                         s.history.effects[n_] += 1;
                         let run = s.runs;
                         s.runs += 1;
+                        if self.protections.recorded_answers && !self.protections.atomic_answer {
+                            s.workers[usize::from(w)] = Worker::Recording { msg, run };
+                            return Some(s);
+                        }
                         if self.protections.recorded_answers {
                             s.answers[n_] = Some(run);
                         }
                         run
                     }
                 };
+                s.workers[usize::from(w)] = Worker::Served { msg, answer: Msg::Answer(n, run) };
+            }
+            Action::Record(w) => {
+                let Worker::Recording { msg: msg @ Msg::Request(n), run } = s.workers[usize::from(w)] else {
+                    return None;
+                };
+                // A unique key on the request: the first answer recorded stays.
+                let run = *s.answers[usize::from(n)].get_or_insert(run);
                 s.workers[usize::from(w)] = Worker::Served { msg, answer: Msg::Answer(n, run) };
             }
             Action::Settle(w) => {

@@ -14,7 +14,7 @@
 //! | [`Protocol::decide`]: journal answer, done, last consumed, second init, no record, core step | `Lifecycle::locked` (`orchestrator/src/orchestration/lifecycle.rs`) |
 //! | [`Action::Step`]: fencing check, then CAS on the version read, journal row, consumed event out of the queue, products in (`ON CONFLICT (event_id) DO NOTHING`), lease released | `Memory::commit` / `commit_step` (migration 6; `queries/commit.rs`), `InMemory::store`; `outbox_step` for an event answered or ignored |
 //! | [`Action::Emit`] (with `settle_in_commit` off): publish the product, then ack the delivery | `Lifecycle::execute`'s caller, the dispatcher (`orchestrator/src/runtime/dispatcher.rs`) over a transport |
-//! | [`Action::Serve`] + [`Action::Settle`]: the effect (with its recorded answer, keyed by the request), then `ack` by claim with the answer | a service handler behind `Outboxed` (`orchestrator/src/outbox/`), `ack` (`queries/ack.rs`: delete by `(seq, token)`, enqueue only if it was still there) |
+//! | [`Action::Serve`] (+ [`Action::Record`] when not atomic) + [`Action::Settle`]: the effect (with its recorded answer, keyed by the request), then `ack` by claim with the answer | a service handler behind `Outboxed` (`orchestrator/src/outbox/`), `ack` (`queries/ack.rs`: delete by `(seq, token)`, enqueue only if it was still there) |
 //! | [`Action::Crash`]: a worker forgets everything; its claims and its lease stay until they lapse | a killed process (`orchestrator-sqlite/tests/crash.rs`) |
 //! | [`Action::LapseClaim`], [`Action::ExpireLease`]: a visibility deadline or a lease TTL passes | `REAP_CLAIMS`, `claimed_until`; `leases.expires_at` judged by the store's clock (a paused holder) |
 //! | [`Action::Duplicate`]: another copy of a delivery | a broker's redelivery (JetStream, Redis Streams), the outbox's `redeliver` after a restart |
@@ -35,8 +35,9 @@
 //!   claim does); with a lease, [`Action::Lock`] reads them again under the lease
 //!   (`Memory::acquire`), and the claim's read serves only `Locking::Never`, as in
 //!   `orchestrator-postgres/src/store.rs` (`acquire`).
-//! * The effect and its recorded answer are one transaction of the service (its own store, or an
-//!   idempotency key at the provider): the model checks the protocol around it, not that.
+//! * The service's effect and its recorded answer are one transaction (its own store, or an
+//!   idempotency key at the provider), or two steps (`Protections::atomic_answer` off, a mutation);
+//!   the service's store itself is not modelled further.
 //! * The queue's lanes, attempts, dead letters and `nack` delays. Two ways of settling a workflow
 //!   event are modelled ([`Protocol::settle_in_commit`]): in the commit's transaction, as a durable
 //!   node over PostgreSQL or SQLite does, or by a publish and an ack after the commit
@@ -79,6 +80,10 @@ pub struct Protections {
     pub journal: bool,
     /// The service records its answer per request and returns it to a redelivered request.
     pub recorded_answers: bool,
+    /// The answer is recorded in the same transaction as the effect (or by the provider under the
+    /// request's key); off, the effect and the record are two steps, with a crash possible
+    /// between them.
+    pub atomic_answer: bool,
 }
 
 impl Protections {
@@ -90,6 +95,7 @@ impl Protections {
         read_under_lease: true,
         journal: true,
         recorded_answers: true,
+        atomic_answer: true,
     };
 }
 

@@ -171,12 +171,8 @@ fn completes_once_faults_stop(model: &Protocol, state: &State) -> bool {
         }
         actions.clear();
         model.actions(&s, &mut actions);
-        let busy = actions.iter().find(|a| {
-            matches!(
-                a,
-                Action::Lock(_) | Action::Step(_) | Action::Emit(_) | Action::Serve(_) | Action::Settle(_)
-            )
-        });
+        // A worker busy with a delivery goes on first; no fault is injected.
+        let busy = actions.iter().find(|a| !a.is_fault() && !matches!(a, Action::Claim(..)));
         let next = busy.or_else(|| actions.iter().find(|a| matches!(a, Action::Claim(..))));
         let Some(&next) = next else { return false };
         match model.next_state(&s, next) {

@@ -106,6 +106,14 @@ pub enum Worker {
         /// The event to publish.
         produced: Option<Msg>,
     },
+    /// A service worker that applied the effect and has yet to record its answer (only when
+    /// the answer is not recorded with the effect: `Protections::atomic_answer` off).
+    Recording {
+        /// The request.
+        msg: Msg,
+        /// The answer's run number.
+        run: u8,
+    },
     /// A service worker that ran the request (applied the effect or found its recorded answer)
     /// and has not settled the delivery yet.
     Served {
@@ -124,6 +132,7 @@ impl Worker {
             Worker::Claimed { msg, .. }
             | Worker::Locked { msg, .. }
             | Worker::Emitting { msg, .. }
+            | Worker::Recording { msg, .. }
             | Worker::Served { msg, .. } => Some(msg),
         }
     }

@@ -106,6 +106,15 @@ fn without_recorded_answers_a_redelivered_request_pays_twice() {
     assert_fails(model, "no recorded answers", &[EFFECT_AT_MOST_ONCE]);
 }
 
+/// An answer recorded after the effect, in a second step, is not enough: a redelivery of the
+/// request between the two (a lapsed claim, a crash) finds no answer and applies the effect
+/// again (check-then-act).
+#[test]
+fn an_answer_recorded_after_the_effect_lets_a_redelivery_pay_twice() {
+    let model = Protocol::small().with(Protections { atomic_answer: false, ..ALL });
+    assert_fails(model, "answer recorded after the effect", &[EFFECT_AT_MOST_ONCE]);
+}
+
 /// Settled in the commit, the products cannot be lost and the journal is only a shortcut; a
 /// transport acknowledged after the commit needs the journal's answer to a redelivery, or a
 /// crash between the commit and the emission loses the product for good.
