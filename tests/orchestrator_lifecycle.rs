@@ -229,7 +229,7 @@ orchestrator::machine! {
                 on: {
                     average::AverageOutput => {
                         target: finished,
-                        actions: [|ctx, event, _| if let ReportEvent::AverageAverageOutput(o) = event { ctx.average = o.average }],
+                        actions: [|ctx, event, _| if let ReportEvent::AverageOutput(o) = event { ctx.average = o.average }],
                     },
                     average::error => failed,
                 },

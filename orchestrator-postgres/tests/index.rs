@@ -118,7 +118,7 @@ orchestrator::machine! {
                 on: {
                     average::AverageOutput => {
                         target: finished,
-                        actions: [|ctx, event, _| if let MidEvent::AverageAverageOutput(AverageOutput { average }) = event { ctx.average = *average }],
+                        actions: [|ctx, event, _| if let MidEvent::AverageOutput(AverageOutput { average }) = event { ctx.average = *average }],
                     },
                     average::error => finished,
                 },

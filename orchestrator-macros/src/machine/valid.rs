@@ -512,7 +512,7 @@ impl Lowerer<'_> {
                     );
                     return Trig::Invalid;
                 };
-                let name = format!("{}{}", self.services[s].pascal, last.unraw());
+                let name = event_variant(&self.services[s].pascal, &last.unraw().to_string());
                 let variant = ident(&name, last.span());
                 let clash = self.services.iter().any(|sv| sv.error_variant == name)
                     || self.events.iter().any(|e| e.variant == name)
@@ -715,11 +715,38 @@ impl Lowerer<'_> {
     }
 }
 
+/// The event enum's variant for payload type `payload` of the service whose key is `service`
+/// (in PascalCase): the two joined (`add` + `Sum` = `AddSum`), without saying the service twice
+/// when the payload's name already starts with it (`credit` + `CreditScore` = `CreditScore`,
+/// `review` + `Review` = `Review`).
+fn event_variant(service: &str, payload: &str) -> String {
+    match payload.strip_prefix(service) {
+        Some(rest) if rest.chars().next().is_none_or(char::is_uppercase) => payload.to_owned(),
+        _ => format!("{service}{payload}"),
+    }
+}
+
 fn last_segment(ty: &Type) -> Option<&Ident> {
     match ty {
         Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| &s.ident),
         Type::Group(g) => last_segment(&g.elem),
         Type::Paren(p) => last_segment(&p.elem),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::event_variant;
+
+    #[test]
+    fn event_variants_do_not_say_the_service_twice() {
+        assert_eq!(event_variant("Add", "Sum"), "AddSum");
+        assert_eq!(event_variant("Credit", "CreditScore"), "CreditScore");
+        assert_eq!(event_variant("Review", "ReviewDecision"), "ReviewDecision");
+        assert_eq!(event_variant("Review", "Review"), "Review");
+        // A prefix that is not a whole word keeps the service.
+        assert_eq!(event_variant("Add", "Address"), "AddAddress");
+        assert_eq!(event_variant("Average", "AverageOutput"), "AverageOutput");
     }
 }

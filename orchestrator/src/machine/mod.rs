@@ -10,7 +10,10 @@
 //!   same [`ChartBuilder`](chart::ChartBuilder) the macro used to check it), the contracts, the
 //!   user's guards and actions;
 //! * `enum <Name>Event`: `Init(<init payload>)`, one variant per `service::Payload` the machine
-//!   reacts to (`AddSum(Sum)`), one system-error variant per service (`AddError(SystemErrorPayload)`),
+//!   reacts to, named by the service's key and the payload type's name in PascalCase (`add::Sum`
+//!   is `AddSum(Sum)`), the key left out when the payload's name already starts with it
+//!   (`credit::CreditScore` is `CreditScore(CreditScore)`, not `CreditCreditScore`), one
+//!   system-error variant per service (`AddError(SystemErrorPayload)`),
 //!   and `Internal(Arc<str>)` for events known by name (raised, sent, `done.state.*`, `after`);
 //! * `<Name>State`: the active configuration, an enum of the active child with one nested type per
 //!   compound state and a struct of regions per parallel state
