@@ -24,6 +24,7 @@ mod dispatcher;
 mod domained;
 mod heartbeat;
 pub mod node;
+pub mod pool;
 mod retry;
 mod settlement;
 
@@ -31,7 +32,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use dead_letters::{DEFAULT_DEAD_LETTER_CAPACITY, DeadLetter, DeadLetterReason, DeadLetters, ErrorFn};
-pub use dispatcher::{DispatchStats, Dispatcher, DispatcherError};
+pub use dispatcher::{DispatchStats, Dispatcher, DispatcherError, Settled};
 pub use domained::{DomainedEvent, DomainedFn};
 pub use heartbeat::Heartbeat;
 pub use node::{
