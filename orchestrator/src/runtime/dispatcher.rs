@@ -275,11 +275,6 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
         event.to().and_then(|to| self.routes.get(to))
     }
 
-    /// The heartbeat set with [`Dispatcher::with_heartbeat`].
-    pub(crate) fn heartbeat(&self) -> Option<Heartbeat> {
-        self.heartbeat
-    }
-
     /// Counts a delivery handed to a handler.
     pub(crate) fn begin(&self) {
         bump(&self.counters.delivered);

@@ -109,7 +109,8 @@ impl<T: Transport> ConsumerBuilder<T, ()> {
     }
 }
 
-/// The running pools of a process (see the [module documentation](super)).
+/// The running pools of a process (see the [module documentation](super)). Dropping it does
+/// not stop them: they run on until the transport is closed and drained.
 #[derive(Debug)]
 pub struct Consumer {
     pools: Vec<Pool>,

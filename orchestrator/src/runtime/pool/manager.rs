@@ -184,14 +184,14 @@ impl<T: Transport, P: Clone + Send + Sync + 'static> Manager<T, P> {
                             self.desired = workers;
                             self.reconcile()
                         };
+                        // Published before the reply: `resize` returns with the new count.
+                        self.publish(false);
                         let _ = reply.send(started);
                     }
                     Some(Command::Stop) => self.begin_stop(),
-                    None => {
-                        // Every handle is gone: nobody can stop the pool any more, so it stops.
-                        commands_open = false;
-                        self.begin_stop();
-                    }
+                    // Every handle is gone: the pool runs on, detached, until the transport is
+                    // closed and drained (as a dropped `JoinHandle` leaves its task running).
+                    None => commands_open = false,
                 },
                 Some(joined) = self.exits.join_next_with_id(), if !self.exits.is_empty() => {
                     self.exited(joined);
