@@ -16,7 +16,7 @@ use orchestrator_examples::nats_order::stop_signal;
 
 const TASKS: usize = 20;
 
-fn task(topic: &str, n: usize) -> Result<Event, Box<dyn std::error::Error>> {
+fn task(topic: &str, n: usize) -> Result<Event, orchestrator_examples::nats_order::Error> {
     Ok(Event::builder()
         .source("com.example.client")
         .r#type(topic)
@@ -26,7 +26,7 @@ fn task(topic: &str, n: usize) -> Result<Event, Box<dyn std::error::Error>> {
 }
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> Result<(), orchestrator_examples::nats_order::Error> {
     // Before anything else, so that a signal never kills the process halfway.
     let signal = stop_signal()?;
     let transport = Arc::new(InProcessTransport::new(InProcessConfig::default())?);
@@ -64,7 +64,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let printer = tokio::spawn(async move {
         while let Ok(event) = events.recv().await {
             match &event {
-                LifecycleEvent::WorkerStopped { worker, reason } => println!("{worker:>22}  worker:stopped ({reason})"),
+                LifecycleEvent::WorkerStopped { worker, reason } => {
+                    println!("{worker:>22}  worker:stopped ({reason})")
+                }
                 LifecycleEvent::PollingStarting { .. } | LifecycleEvent::PollingSuccess { .. } => {}
                 other => match other.task() {
                     Some(task) => println!("{:>22}  {:<15} {}", other.worker(), other.name(), task.event_id),

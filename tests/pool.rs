@@ -114,7 +114,10 @@ impl Transport for Faulty {
     }
 
     async fn subscribe(&self, topics: Topics) -> Result<FaultySubscription, TransportError> {
-        Ok(FaultySubscription { inner: self.inner.subscribe(topics).await?, faults: Arc::clone(&self.faults) })
+        Ok(FaultySubscription {
+            inner: self.inner.subscribe(topics).await?,
+            faults: Arc::clone(&self.faults),
+        })
     }
 
     fn close(&self) {
@@ -175,7 +178,11 @@ fn faulty() -> (Arc<Faulty>, InProcessTransport, Arc<Faults>) {
 
 fn quick_polling(max_consecutive_failures: u32) -> PollingConfig {
     PollingConfig {
-        backoff: Backoff { initial: Duration::from_millis(5), max: Duration::from_millis(20), multiplier: 2.0 },
+        backoff: Backoff {
+            initial: Duration::from_millis(5),
+            max: Duration::from_millis(20),
+            multiplier: 2.0,
+        },
         max_consecutive_failures,
     }
 }
@@ -190,7 +197,8 @@ async fn succeed(_: Event, kit: Toolkit) {
 async fn one_task_reports_received_start_success_done_and_the_worker_its_whole_life() {
     bounded(async {
         let transport = in_process();
-        let builder = ConsumerBuilder::on(Arc::clone(&transport)).pool(PoolConfig::new(TOPIC), handler_fn(succeed));
+        let builder =
+            ConsumerBuilder::on(Arc::clone(&transport)).pool(PoolConfig::new(TOPIC), handler_fn(succeed));
         let log = record(builder.subscribe());
         let consumer = builder.start().await.expect("started");
         let one = event("s1");
@@ -227,7 +235,14 @@ async fn a_fatal_poll_error_stops_the_worker_with_its_reason_and_stop_does_not_h
         let of_worker = names(&log, |e| e.name().starts_with("worker:") || e.name() == "polling:error");
         assert_eq!(
             of_worker,
-            ["worker:starting", "worker:running", "polling:error", "worker:error", "worker:stopping", "worker:stopped"]
+            [
+                "worker:starting",
+                "worker:running",
+                "polling:error",
+                "worker:error",
+                "worker:stopping",
+                "worker:stopped"
+            ]
         );
         let reasons: Vec<_> = log
             .lock()
@@ -369,14 +384,13 @@ async fn resizing_up_and_down_while_tasks_run_loses_nothing_and_never_jams() {
         eventually(|| transport.stats().acked == 300).await;
         eventually(|| pool.state().retiring == 0).await;
         assert_eq!(pool.workers(), 6);
-        let handled = handled.lock().expect("handled");
+        let handled = handled.lock().expect("handled").clone();
         assert_eq!(handled.len(), 300, "every event handled");
         assert!(handled.values().all(|n| *n == 1), "each once: retired workers finished their tasks");
         assert_eq!(transport.stats().acked, 300);
         // Every worker started, minus those still running, has stopped.
-        let started = names(&log, |e| e.name() == "worker:starting").len();
-        let stopped = names(&log, |e| e.name() == "worker:stopped").len();
-        assert_eq!(started - stopped, 6);
+        let count = |name: &str| names(&log, |e| e.name() == name).len();
+        eventually(|| count("worker:starting") - count("worker:stopped") == 6).await;
         consumer.stop().await;
         assert!(pool.resize(2).await.is_err(), "a stopped pool refuses to grow");
     })
@@ -430,7 +444,7 @@ async fn a_second_response_is_refused_and_the_first_stands() {
         transport.publish(events(20)).await.expect("published");
         transport.wait_idle().await;
         consumer.stop().await;
-        let seconds = seconds.lock().expect("seconds");
+        let seconds = seconds.lock().expect("seconds").clone();
         assert_eq!(seconds.len(), 20);
         assert!(seconds.iter().all(|r| *r == Err(ToolkitError::AlreadyResponded)));
         eventually(|| transport.stats().acked + transport.stats().terminated == 20).await;
@@ -463,10 +477,8 @@ async fn no_response_a_panic_or_a_missed_deadline_is_an_explicit_failure_never_s
             }
         });
         let dispatcher = Arc::new(Dispatcher::new(Vec::new()).expect("no handler"));
-        let builder = ConsumerBuilder::new(Arc::clone(&transport), Arc::clone(&dispatcher), ()).pool(
-            PoolConfig::new(TOPIC).slots(4).task_timeout(Some(Duration::from_millis(100))),
-            handler,
-        );
+        let builder = ConsumerBuilder::new(Arc::clone(&transport), Arc::clone(&dispatcher), ())
+            .pool(PoolConfig::new(TOPIC).slots(4).task_timeout(Some(Duration::from_millis(100))), handler);
         let log = record(builder.subscribe());
         let consumer = builder.start().await.expect("started");
         let all = ["silent", "panics", "slow", "fails"].map(event);
@@ -653,6 +665,35 @@ async fn graceful_stop_lets_short_tasks_finish_and_hands_long_ones_back_losing_n
         let retried = retried.lock().expect("retried");
         assert_eq!(*retried, HashSet::from(["long1".to_owned(), "long2".to_owned()]));
         assert_eq!(transport.stats().acked, 4);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delivery_that_a_waiting_poll_gets_while_stopping_is_handed_back_not_lost() {
+    bounded(async {
+        let transport = in_process();
+        let consumer = ConsumerBuilder::on(Arc::clone(&transport))
+            .pool(PoolConfig::new(TOPIC).poll_grace(Duration::from_millis(500)), handler_fn(succeed))
+            .start()
+            .await
+            .expect("started");
+        // The idle worker waits in its poll; the stop lets that poll return for 500 ms.
+        sleep(Duration::from_millis(20)).await;
+        let stopping = tokio::spawn(async move { consumer.stop().await });
+        sleep(Duration::from_millis(100)).await;
+        transport.publish(vec![event("late")]).await.expect("published");
+        stopping.await.expect("stopped");
+        let stats = transport.stats();
+        assert_eq!((stats.acked, stats.nacked), (0, 1), "claimed by the stopping worker, handed back");
+        // Still there for the next consumer.
+        let again = ConsumerBuilder::on(Arc::clone(&transport))
+            .pool(PoolConfig::new(TOPIC), handler_fn(succeed))
+            .start()
+            .await
+            .expect("started");
+        eventually(|| transport.stats().acked == 1).await;
+        again.stop().await;
     })
     .await;
 }

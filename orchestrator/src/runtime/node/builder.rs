@@ -397,7 +397,8 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         let mut consumer =
             ConsumerBuilder::new(Arc::clone(&transport), Arc::clone(&dispatcher), Arc::clone(&transport));
         if !matches!(&topics, Topics::Only(t) if t.is_empty()) {
-            consumer = consumer.routed_pool(pool(PoolConfig::with_topics(NODE_POOL, topics).workers(self.workers)));
+            consumer =
+                consumer.routed_pool(pool(PoolConfig::with_topics(NODE_POOL, topics).workers(self.workers)));
         }
         for (topic, workers) in &self.pools {
             consumer = consumer.routed_pool(pool(PoolConfig::new(topic.as_str()).workers(*workers)));

@@ -104,7 +104,8 @@ impl<T: Transport> ConsumerBuilder<T, ()> {
     /// A consumer on `transport` whose deliveries are settled by a dispatcher with the defaults
     /// ([`Dispatcher::new`] without handlers: add pools with [`ConsumerBuilder::pool`]).
     pub fn on(transport: Arc<T>) -> Self {
-        let dispatcher = Dispatcher::new(Vec::new()).unwrap_or_else(|_| unreachable!("no handler, no duplicate"));
+        let dispatcher =
+            Dispatcher::new(Vec::new()).unwrap_or_else(|_| unreachable!("no handler, no duplicate"));
         Self::new(transport, Arc::new(dispatcher), ())
     }
 }

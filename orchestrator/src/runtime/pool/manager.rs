@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio::task::{JoinSet, Id};
+use tokio::task::{Id, JoinSet};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 

@@ -88,6 +88,6 @@ pub use events::{
     TaskRef, WorkerId,
 };
 pub use manager::{Pool, PoolState};
+pub use tokio_util::sync::CancellationToken;
 pub use toolkit::{DynTaskHandler, FnHandler, TaskHandler, Toolkit, ToolkitError, handler_fn};
 pub use worker::WorkerState;
-pub use tokio_util::sync::CancellationToken;

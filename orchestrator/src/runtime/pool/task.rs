@@ -149,7 +149,8 @@ impl<P: Clone + Send + Sync + 'static> TaskContext<P> {
         };
         let expiry = tokio::time::sleep_until(deadline.map_or_else(far_future, |(at, _)| at));
         tokio::pin!(expiry);
-        let every = self.heartbeat.map_or(Duration::from_secs(3600), |h| h.every.max(Duration::from_millis(1)));
+        let every =
+            self.heartbeat.map_or(Duration::from_secs(3600), |h| h.every.max(Duration::from_millis(1)));
         let mut ticks = tokio::time::interval_at(Instant::now() + every, every);
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
@@ -164,8 +165,11 @@ impl<P: Clone + Send + Sync + 'static> TaskContext<P> {
                     let result = self.extend(delivery, cancel, task).await;
                     let _ = reply.send(result);
                 }
+                // Automatic heartbeats stop once the handler has responded.
                 _ = ticks.tick(), if self.heartbeat.is_some() => {
-                    let _ = self.extend(delivery, cancel, task).await;
+                    if !control.responded() {
+                        let _ = self.extend(delivery, cancel, task).await;
+                    }
                 }
             }
         }

@@ -145,6 +145,11 @@ pub(super) struct Control {
 }
 
 impl Control {
+    /// Whether the handler has responded.
+    pub(super) fn responded(&self) -> bool {
+        Toolkit { shared: Arc::clone(&self.shared) }.responded()
+    }
+
     /// Closes the task and returns its response, if any: later responses get
     /// [`ToolkitError::AlreadyResponded`] or [`ToolkitError::TaskEnded`].
     pub(super) fn take(&self) -> Option<Response> {

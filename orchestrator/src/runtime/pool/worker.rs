@@ -45,7 +45,11 @@ pub(crate) struct Worker<T, P> {
 impl<T: Transport, P: Clone + Send + Sync + 'static> Worker<T, P> {
     /// A worker that will run tasks with `ctx` (which holds its id and stop token); emits
     /// `worker:starting`.
-    pub(crate) fn new(transport: Arc<T>, config: Arc<PoolConfig>, ctx: TaskContext<P>) -> (Self, WorkerHandle) {
+    pub(crate) fn new(
+        transport: Arc<T>,
+        config: Arc<PoolConfig>,
+        ctx: TaskContext<P>,
+    ) -> (Self, WorkerHandle) {
         let (state, receiver) = watch::channel(WorkerState::Starting);
         let handle = WorkerHandle { id: ctx.worker.clone(), stop: ctx.stop.clone(), state: receiver };
         ctx.events.emit(LifecycleEvent::WorkerStarting { worker: ctx.worker.clone() });
