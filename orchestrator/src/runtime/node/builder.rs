@@ -353,6 +353,11 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             });
         }
         check_services(&handlers, &workflows, &self.remote)?;
+        for (topic, _) in &self.pools {
+            if !handlers.iter().any(|h| h.source_dyn() == topic) {
+                return Err(NodeError::NoHandlerForPool { topic: topic.clone() });
+            }
+        }
         // What tools need to show these workflows without the user's code.
         if let Some(catalog) = self.store.catalog()
             && !definitions.is_empty()
@@ -382,11 +387,6 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             Some(outbox) if !queued_outbox => crate::outbox::in_flight(outbox, 1_024).await?,
             Some(_) | None => Vec::new(),
         };
-        for (topic, _) in &self.pools {
-            if !dispatcher.handles(topic) {
-                return Err(NodeError::NoHandlerForPool { topic: topic.clone() });
-            }
-        }
         let dedicated = |topic: &str| self.pools.iter().any(|(t, _)| t == topic);
         let topics = if self.subscribe_all {
             Topics::All
