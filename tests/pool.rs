@@ -10,7 +10,7 @@ use std::time::Duration;
 use orchestrator::event::Event;
 use orchestrator::runtime::pool::{
     Backoff, Consumer, ConsumerBuilder, ExitReason, FailureSettlement, LifecycleEvent, PollingConfig,
-    PoolConfig, TaskError, Toolkit, ToolkitError, WorkerId, handler_fn,
+    PoolConfig, PoolError, TaskError, Toolkit, ToolkitError, WorkerId, handler_fn,
 };
 use orchestrator::runtime::{DeadLetterReason, Dispatcher, Heartbeat};
 use orchestrator::transport::in_process::{InProcessDelivery, InProcessSubscription};
@@ -85,6 +85,8 @@ struct Faults {
     always: Mutex<Option<bool>>,
     extends: AtomicUsize,
     fail_extend: AtomicBool,
+    /// Every subscription fails with this transience.
+    subscribe: Mutex<Option<bool>>,
 }
 
 struct Faulty {
@@ -114,6 +116,9 @@ impl Transport for Faulty {
     }
 
     async fn subscribe(&self, topics: Topics) -> Result<FaultySubscription, TransportError> {
+        if let Some(transient) = *self.faults.subscribe.lock().expect("faults") {
+            return Err(failure(transient));
+        }
         Ok(FaultySubscription {
             inner: self.inner.subscribe(topics).await?,
             faults: Arc::clone(&self.faults),
@@ -263,6 +268,34 @@ async fn a_fatal_poll_error_stops_the_worker_with_its_reason_and_stop_does_not_h
         consumer.stop().await;
         assert!(pool.state().stopped);
         assert_eq!(names(&log, |e| e.name() == "worker:stopped").len(), 1);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_whose_workers_cannot_subscribe_does_not_start() {
+    bounded(async {
+        for (transient, expected) in [(false, "fatal"), (true, "threshold")] {
+            let (transport, _, faults) = faulty();
+            *faults.subscribe.lock().expect("faults") = Some(transient);
+            let builder = ConsumerBuilder::on(transport)
+                .pool(PoolConfig::new(TOPIC).polling(quick_polling(2)), handler_fn(succeed));
+            let log = record(builder.subscribe());
+            let refused = builder.start().await.expect_err("no subscription, no start");
+            match (&refused, expected) {
+                (PoolError::NotStarted { reason: ExitReason::FatalPoll(e), .. }, "fatal") => {
+                    assert!(!e.retryable);
+                }
+                (
+                    PoolError::NotStarted { reason: ExitReason::PollFailures { failures: 2, .. }, .. },
+                    "threshold",
+                ) => {}
+                _ => panic!("{expected}: {refused:?}"),
+            }
+            sleep(Duration::from_millis(20)).await;
+            let of_worker = names(&log, |e| e.name().starts_with("worker:"));
+            assert_eq!(of_worker, ["worker:starting", "worker:error", "worker:stopping", "worker:stopped"]);
+        }
     })
     .await;
 }

@@ -71,8 +71,10 @@ impl<T: Transport, P: Clone + Send + Sync + 'static> ConsumerBuilder<T, P> {
     }
 
     /// Starts every pool with its configured number of workers, and returns once each worker
-    /// is running (or has stopped already: a subscription that failed for good, reported in
-    /// `worker:stopped`). Fails if two pools share a name or outside a Tokio runtime.
+    /// is running. Fails if two pools share a name, outside a Tokio runtime, or when a worker
+    /// could not subscribe ([`PoolError::NotStarted`]: a fatal error, or
+    /// [`PollingConfig::max_consecutive_failures`](super::PollingConfig::max_consecutive_failures)
+    /// retryable ones in a row); the pools started are then stopped.
     pub async fn start(self) -> Result<Consumer, PoolError> {
         tokio::runtime::Handle::try_current().map_err(|_| PoolError::NoRuntime)?;
         for (i, (config, _)) in self.pools.iter().enumerate() {
@@ -93,10 +95,14 @@ impl<T: Transport, P: Clone + Send + Sync + 'static> ConsumerBuilder<T, P> {
             };
             pools.push(Pool::spawn(config, shared));
         }
-        for (pool, size) in pools.iter().zip(sizes) {
-            pool.resize(size).await?;
+        let consumer = Consumer { pools, events: self.events };
+        for (pool, size) in consumer.pools.iter().zip(sizes) {
+            if let Err(error) = pool.resize(size).await {
+                consumer.stop().await;
+                return Err(error);
+            }
         }
-        Ok(Consumer { pools, events: self.events })
+        Ok(consumer)
     }
 }
 

@@ -12,6 +12,15 @@ pub enum PoolError {
     /// Pools run on Tokio: `start` was called outside a Tokio runtime.
     #[error("a consumer starts its pools on a Tokio runtime: call `start` inside one")]
     NoRuntime,
+    /// A worker stopped before it ran: its subscription failed for good (a fatal error, or
+    /// too many retryable ones in a row).
+    #[error("worker {worker} could not start: {reason}")]
+    NotStarted {
+        /// The worker.
+        worker: String,
+        /// Why it stopped.
+        reason: super::ExitReason,
+    },
     /// The pool is stopping or stopped.
     #[error("pool `{pool}` is stopping or stopped")]
     Stopped {

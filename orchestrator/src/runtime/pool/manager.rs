@@ -14,7 +14,7 @@ use super::config::PoolConfig;
 use super::error::PoolError;
 use super::events::{Events, ExitReason, LifecycleEvent, WorkerId};
 use super::task::{PoolHandler, TaskContext};
-use super::worker::{Worker, WorkerHandle, WorkerState};
+use super::worker::{Started, Worker, WorkerHandle};
 use crate::runtime::Dispatcher;
 use crate::transport::Transport;
 
@@ -39,7 +39,7 @@ pub struct PoolState {
 
 enum Command {
     /// Sets the desired size; replies with the handles' states of the workers started.
-    Resize(usize, oneshot::Sender<Vec<watch::Receiver<WorkerState>>>),
+    Resize(usize, oneshot::Sender<Vec<(WorkerId, Started)>>),
     /// Stops every worker, then the manager.
     Stop,
 }
@@ -113,19 +113,23 @@ impl Pool {
     }
 
     /// Sets how many workers run, while the pool runs. Growing starts workers and returns once
-    /// each is running (or has stopped: a failing subscription); shrinking asks the newest
-    /// workers to stop and returns at once (they drain their tasks: none is lost). Fails once
-    /// the pool is stopping or stopped.
+    /// each is running; shrinking asks the newest workers to stop and returns at once (they
+    /// drain their tasks: none is lost). Fails once the pool is stopping or stopped, and with
+    /// [`PoolError::NotStarted`] when a new worker could not subscribe (the pool replaces it
+    /// after its restart interval, as any failed worker).
     pub async fn resize(&self, workers: usize) -> Result<(), PoolError> {
         let stopped = || PoolError::Stopped { pool: self.name.to_string() };
         let (reply, started) = oneshot::channel();
         self.commands.send(Command::Resize(workers, reply)).map_err(|_| stopped())?;
         let started = started.await.map_err(|_| stopped())?;
-        for mut state in started {
+        let mut failed = None;
+        for (worker, started) in started {
             // This worker's own state, not any worker's event.
-            let _ = state.wait_for(|s| *s >= WorkerState::Running).await;
+            if let Err(reason) = started.ran().await {
+                failed.get_or_insert(PoolError::NotStarted { worker: worker.to_string(), reason });
+            }
         }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     /// Stops the pool gracefully: every worker stops claiming, hands back what a poll in flight
@@ -239,7 +243,7 @@ impl<T: Transport, P: Clone + Send + Sync + 'static> Manager<T, P> {
     /// forgets restarts no longer needed, starts workers for the rest of the gap (failed ones
     /// are replaced once their restart interval has passed). Returns the started workers'
     /// states.
-    fn reconcile(&mut self) -> Vec<watch::Receiver<WorkerState>> {
+    fn reconcile(&mut self) -> Vec<(WorkerId, Started)> {
         if self.stopping || self.drained {
             return Vec::new();
         }
@@ -259,7 +263,7 @@ impl<T: Transport, P: Clone + Send + Sync + 'static> Manager<T, P> {
         started
     }
 
-    fn start_worker(&mut self) -> watch::Receiver<WorkerState> {
+    fn start_worker(&mut self) -> (WorkerId, Started) {
         self.next_id += 1;
         let n = self.next_id;
         let id = WorkerId { pool: Arc::clone(&self.config.name), n };
@@ -275,11 +279,11 @@ impl<T: Transport, P: Clone + Send + Sync + 'static> Manager<T, P> {
             abort: CancellationToken::new(),
         };
         let (worker, handle) = Worker::new(Arc::clone(&self.shared.transport), Arc::clone(&self.config), ctx);
-        let state = handle.state.clone();
+        let started = (handle.id.clone(), handle.started.clone());
         let task = self.exits.spawn(worker.run());
         self.tasks.insert(task.id(), n);
         self.workers.insert(n, handle);
-        state
+        started
     }
 
     /// A worker ended: forgets it; a failed one is replaced after the restart interval; one

@@ -1,7 +1,7 @@
 //! One worker: subscribes, polls only when a slot is free, runs each delivery as a task, and
 //! stops in two phases.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
@@ -31,7 +31,26 @@ pub enum WorkerState {
 pub(crate) struct WorkerHandle {
     pub(crate) id: WorkerId,
     pub(crate) stop: CancellationToken,
-    pub(crate) state: watch::Receiver<WorkerState>,
+    pub(crate) started: Started,
+}
+
+/// How a worker's start went: its state, and why it stopped if it never ran.
+#[derive(Clone)]
+pub(crate) struct Started {
+    state: watch::Receiver<WorkerState>,
+    unsubscribed: Arc<OnceLock<ExitReason>>,
+}
+
+impl Started {
+    /// Waits until the worker runs, or has stopped; `Err` with its exit reason if it stopped
+    /// without ever running (its subscription failed).
+    pub(crate) async fn ran(mut self) -> Result<(), ExitReason> {
+        let _ = self.state.wait_for(|s| *s >= WorkerState::Running).await;
+        match self.unsubscribed.get() {
+            Some(reason) => Err(reason.clone()),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A worker's loop.
@@ -40,6 +59,7 @@ pub(crate) struct Worker<T, P> {
     config: Arc<PoolConfig>,
     ctx: Arc<TaskContext<P>>,
     state: watch::Sender<WorkerState>,
+    unsubscribed: Arc<OnceLock<ExitReason>>,
 }
 
 impl<T: Transport, P: Clone + Send + Sync + 'static> Worker<T, P> {
@@ -51,9 +71,11 @@ impl<T: Transport, P: Clone + Send + Sync + 'static> Worker<T, P> {
         ctx: TaskContext<P>,
     ) -> (Self, WorkerHandle) {
         let (state, receiver) = watch::channel(WorkerState::Starting);
-        let handle = WorkerHandle { id: ctx.worker.clone(), stop: ctx.stop.clone(), state: receiver };
+        let unsubscribed = Arc::new(OnceLock::new());
+        let started = Started { state: receiver, unsubscribed: Arc::clone(&unsubscribed) };
+        let handle = WorkerHandle { id: ctx.worker.clone(), stop: ctx.stop.clone(), started };
         ctx.events.emit(LifecycleEvent::WorkerStarting { worker: ctx.worker.clone() });
-        (Self { transport, config, ctx: Arc::new(ctx), state }, handle)
+        (Self { transport, config, ctx: Arc::new(ctx), state, unsubscribed }, handle)
     }
 
     fn emit(&self, event: impl FnOnce(WorkerId) -> LifecycleEvent) {
@@ -83,7 +105,11 @@ impl<T: Transport, P: Clone + Send + Sync + 'static> Worker<T, P> {
                 self.emit(|worker| LifecycleEvent::WorkerRunning { worker });
                 self.poll(subscription.insert(sub), &mut tasks).await
             }
-            Err(reason) => reason,
+            Err(reason) => {
+                // Before the state moves on: a start waiting on it sees why.
+                let _ = self.unsubscribed.set(reason.clone());
+                reason
+            }
         };
         if reason.is_failure() {
             self.emit(|worker| LifecycleEvent::WorkerError { worker, error: reason.clone() });
