@@ -345,3 +345,55 @@ async fn a_node_records_its_workflows_in_the_stores_catalog() {
     assert!(flow["chart"]["xstate"]["states"].is_object(), "an XState machine");
     node.shutdown().await;
 }
+
+/// A node runs its handlers through worker pools: the default one, and one of its own for a
+/// service, which can be resized while workflows run and reports its lifecycle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_runs_a_service_in_a_pool_of_its_own_that_can_be_resized() {
+    use orchestrator::handler::EventHandler;
+    use orchestrator::runtime::NODE_POOL;
+    use orchestrator::runtime::pool::LifecycleEvent;
+    use orchestrator::transport::{InProcessConfig, InProcessTransport};
+
+    let store = Arc::new(InMemory::<WorkflowRecord>::default());
+    let add = services::add().expect("add");
+    let topic = add.source().to_owned();
+    let node = Node::builder(Arc::clone(&store))
+        .service(add)
+        .service(services::divide().expect("divide"))
+        .orchestrator(Orchestrator::builder(Arc::clone(&store)).machine::<AverageFlow>())
+        .client(CLIENT)
+        // Given explicitly, the transport is consumed by topic: the service's pool alone takes
+        // its events (with the default in-process transport, the default pool takes every
+        // topic, this one included).
+        .transport(InProcessTransport::new(InProcessConfig::default()).expect("transport"))
+        .workers(3)
+        .pool(topic.clone(), 2)
+        .build()
+        .await
+        .expect("node");
+    let mut events = node.consumer().subscribe();
+    let pool = node.consumer().pool(&topic).expect("the service's pool");
+    assert_eq!((pool.workers(), node.consumer().pool(NODE_POOL).expect("default").workers()), (2, 3));
+    let done = node.run(init(1)).await.expect("run");
+    assert_eq!(done.data()["average"], 2.0);
+    pool.resize(4).await.expect("resized");
+    assert_eq!(pool.workers(), 4);
+    let done = node.run(init(3)).await.expect("run");
+    assert_eq!(done.data()["average"], 4.0);
+    // The service's tasks ran in its pool.
+    let (mut in_pool, mut elsewhere) = (0, 0);
+    while let Ok(event) = events.try_recv() {
+        if let LifecycleEvent::TaskSuccess { worker, task } = event
+            && task.event_type == topic
+        {
+            if *worker.pool == *topic { in_pool += 1 } else { elsewhere += 1 }
+        }
+    }
+    assert_eq!((in_pool, elsewhere), (2, 0), "the add service ran in its own pool");
+    node.stop().await;
+    assert!(pool.state().stopped);
+    assert!(node.take_dead_letters().is_empty());
+    let unknown = Node::builder(Arc::clone(&store)).pool("com.nobody", 1).build().await;
+    assert!(matches!(unknown, Err(NodeError::NoHandlerForPool { .. })));
+}

@@ -14,7 +14,7 @@ use super::dead_letters::{DeadLetterReason, DeadLetters};
 use super::domained::{Domained, DomainedEvent, DomainedFn};
 use super::heartbeat::Heartbeat;
 use super::retry::RetryPolicy;
-use super::settlement::Settlement;
+use super::settlement::{Outcome, Settlement};
 use crate::event::Event;
 use crate::handler::DynEventHandler;
 use crate::outbox::DynOutbox;
@@ -65,6 +65,26 @@ struct Counters {
 
 fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// What [`Dispatcher::settle`] did with a delivery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    /// Acknowledged: handled (its products published), or collected by a waiting caller.
+    Acked,
+    /// Nacked after a transient failure, to be delivered again after this delay.
+    Retried(std::time::Duration),
+    /// Reported as a dead letter and terminated.
+    DeadLettered,
+    /// Handed back unhandled (a nack without delay), to be delivered again at once.
+    HandedBack,
+    /// The transport failed to settle it (logged and counted); it delivers the event again.
+    Failed {
+        /// The settlement tried: `ack`, `nack` or `terminate`.
+        settlement: &'static str,
+        /// The transport's error.
+        error: String,
+    },
 }
 
 /// The transport-independent half of the runtime: the routes (topic → handler), the retry
@@ -230,12 +250,11 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
     /// published by the ack; a transient failure is nacked with the retry delay; a dead letter
     /// is reported, then terminated.
     pub async fn dispatch<D: Delivery>(&self, delivery: D, publisher: &P) {
-        let attempt = delivery.attempt();
-        let Some(handler) = delivery.event().to().and_then(|to| self.routes.get(to)) else {
+        let Some(handler) = self.route(delivery.event()) else {
             self.unrouted(delivery).await;
             return;
         };
-        bump(&self.counters.delivered);
+        self.begin();
         let outcome = {
             let event = delivery.event();
             // Through `&dyn`, not `&Arc<dyn>`: the `Arc` is itself a handler, one layer more.
@@ -248,6 +267,27 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
                 Err(message) => Err(message),
             }
         };
+        self.settle(delivery, outcome, publisher).await;
+    }
+
+    /// The handler of `event`'s `to`, if one listens on it.
+    pub(crate) fn route(&self, event: &Event) -> Option<&Arc<dyn DynEventHandler>> {
+        event.to().and_then(|to| self.routes.get(to))
+    }
+
+    /// Counts a delivery handed to a handler.
+    pub(crate) fn begin(&self) {
+        bump(&self.counters.delivered);
+    }
+
+    /// Settles `delivery` by the one [`Settlement`] rule, given what running its handler gave:
+    /// success → the products are sorted (domained ones to the callback or kept, the others
+    /// published by the ack); a transient failure → nack with the retry delay (a dead letter
+    /// once the retries are exhausted); a permanent failure or a panic → a dead letter,
+    /// reported then terminated. Returns what was done. Used by [`Dispatcher::dispatch`] and by
+    /// the workers of a [pool](super::pool).
+    pub async fn settle<D: Delivery>(&self, delivery: D, outcome: Outcome, publisher: &P) -> Settled {
+        let attempt = delivery.attempt();
         match Settlement::classify(outcome, attempt, &self.retry) {
             Settlement::Ack(produced) => {
                 let produced = self.divert(produced, publisher).await;
@@ -257,10 +297,11 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
                 };
                 let acked = delivery.ack(produced).await;
                 let stored = acked.is_ok();
-                self.settled("ack", acked);
+                let settled = self.settled("ack", acked, Settled::Acked);
                 if stored {
                     self.release(&released).await;
                 }
+                settled
             }
             Settlement::Retry(delay) => {
                 bump(&self.counters.retried);
@@ -270,29 +311,34 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
                     ?delay,
                     "transient failure: retrying"
                 );
-                self.settled("nack", delivery.nack(delay).await);
+                self.settled("nack", delivery.nack(delay).await, Settled::Retried(delay))
             }
             Settlement::DeadLetter(reason) => self.terminate(delivery, reason).await,
         }
     }
 
+    /// Hands `delivery` back unhandled, to be delivered again at once (a nack without delay):
+    /// a worker that stops before the handler finished, or that claimed it while stopping.
+    pub(crate) async fn hand_back<D: Delivery>(&self, delivery: D) -> Settled {
+        self.settled("nack", delivery.nack(std::time::Duration::ZERO).await, Settled::HandedBack)
+    }
+
     /// A delivery no handler listens on: collected if someone waits on its `to`, else a dead
     /// letter.
-    async fn unrouted<D: Delivery>(&self, delivery: D) {
+    pub(crate) async fn unrouted<D: Delivery>(&self, delivery: D) -> Settled {
         if self.collectors.collect(delivery.event()) {
             bump(&self.counters.collected);
-            self.settled("ack", delivery.ack(Vec::new()).await);
-            return;
+            return self.settled("ack", delivery.ack(Vec::new()).await, Settled::Acked);
         }
         let to = delivery.event().to().unwrap_or_default().to_owned();
-        self.terminate(delivery, DeadLetterReason::NoHandler { to }).await;
+        self.terminate(delivery, DeadLetterReason::NoHandler { to }).await
     }
 
     /// Reports a dead letter, then terminates its delivery.
-    async fn terminate<D: Delivery>(&self, delivery: D, reason: DeadLetterReason) {
+    async fn terminate<D: Delivery>(&self, delivery: D, reason: DeadLetterReason) -> Settled {
         let text = reason.to_string();
         self.report(delivery.event().clone(), reason);
-        self.settled("terminate", delivery.terminate(text).await);
+        self.settled("terminate", delivery.terminate(text).await, Settled::DeadLettered)
     }
 
     fn report(&self, event: Event, reason: DeadLetterReason) {
@@ -314,11 +360,16 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
         }
     }
 
-    /// Logs and counts a failed settlement (the transport will deliver the event again).
-    fn settled(&self, what: &'static str, result: Result<(), TransportError>) {
-        if let Err(error) = result {
-            bump(&self.counters.settle_failures);
-            tracing::error!(settlement = what, %error, "the transport failed to settle a delivery");
+    /// `done`, or, after logging and counting a failed settlement (the transport will deliver
+    /// the event again), [`Settled::Failed`].
+    fn settled(&self, what: &'static str, result: Result<(), TransportError>, done: Settled) -> Settled {
+        match result {
+            Ok(()) => done,
+            Err(error) => {
+                bump(&self.counters.settle_failures);
+                tracing::error!(settlement = what, %error, "the transport failed to settle a delivery");
+                Settled::Failed { settlement: what, error: error.to_string() }
+            }
         }
     }
 

@@ -27,6 +27,13 @@ impl Default for Heartbeat {
 }
 
 impl Heartbeat {
+    /// The heartbeat for a transport whose claims (visibility timeout, lease) last `lease`:
+    /// extended by `lease` every third of it, so that two heartbeats may fail before the claim
+    /// lapses.
+    pub fn from_lease(lease: Duration) -> Self {
+        Self { every: (lease / 3).max(Duration::from_millis(1)), extend_by: lease }
+    }
+
     /// Runs `work`, extending `delivery` every [`Heartbeat::every`] until it ends. A failed
     /// extension is logged (the claim may lapse and the event be delivered again, which every
     /// consumer tolerates); the work goes on.

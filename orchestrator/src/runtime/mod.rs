@@ -15,6 +15,11 @@
 //! * Produced events with a `domain` are not published: they go to a callback with a
 //!   publisher to reply with ([`DomainedFn`]), or are kept ([`DomainedEvent`]).
 //!
+//! * [`pool`]: worker pools on any transport: a [`Consumer`](pool::Consumer) of
+//!   [`Pool`](pool::Pool)s of workers that claim only what their slots can run, give each
+//!   handler a [`Toolkit`](pool::Toolkit), report their lifecycle and stop in two phases; they
+//!   settle through this dispatcher. A [`Node`] runs its handlers in pools.
+//!
 //! The in-process [`Broker`](crate::broker::Broker) is this dispatcher on an
 //! [`InProcessTransport`](crate::transport::InProcessTransport).
 
@@ -24,6 +29,7 @@ mod dispatcher;
 mod domained;
 mod heartbeat;
 pub mod node;
+pub mod pool;
 mod retry;
 mod settlement;
 
@@ -31,11 +37,11 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use dead_letters::{DEFAULT_DEAD_LETTER_CAPACITY, DeadLetter, DeadLetterReason, DeadLetters, ErrorFn};
-pub use dispatcher::{DispatchStats, Dispatcher, DispatcherError};
+pub use dispatcher::{DispatchStats, Dispatcher, DispatcherError, Settled};
 pub use domained::{DomainedEvent, DomainedFn};
 pub use heartbeat::Heartbeat;
 pub use node::{
-    DEFAULT_WORKERS, MissingService, Node, NodeBuilder, NodeError, TimerSettings, WorkflowStatus,
+    DEFAULT_WORKERS, MissingService, NODE_POOL, Node, NodeBuilder, NodeError, TimerSettings, WorkflowStatus,
 };
 pub use retry::RetryPolicy;
 pub use settlement::{Outcome, Settlement, is_transient};

@@ -133,6 +133,17 @@ pub trait Subscription: Send + 'static {
     /// The next delivery, waiting for one; `None` once the transport is closed and drained.
     /// Cancel-safe: dropping the future before it completes loses no delivery.
     fn next(&mut self) -> impl Future<Output = Option<Self::Delivery>> + Send;
+
+    /// [`next`](Subscription::next), reporting a failure of the transport instead of hiding
+    /// it: `Ok(Some(_))` a delivery, `Ok(None)` the transport is closed and drained, `Err(_)` the
+    /// poll failed ([`TransportError::is_transient`] tells whether polling again may succeed).
+    /// A worker pool ([`crate::runtime::pool`]) polls with it, backs off after a transient
+    /// failure and stops its worker after a permanent one. Cancel-safe like `next`. The
+    /// default never fails: it is `Ok(self.next().await)`, for transports that retry
+    /// internally.
+    fn try_next(&mut self) -> impl Future<Output = Result<Option<Self::Delivery>, TransportError>> + Send {
+        async move { Ok(self.next().await) }
+    }
 }
 
 /// One delivery of one event, to be settled once (see the [module documentation](self)).

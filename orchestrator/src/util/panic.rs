@@ -37,3 +37,9 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
         "<non-string panic payload>".to_owned()
     }
 }
+
+/// The message of a panic payload taken from a `JoinError` (`&str` or `String`), or a
+/// placeholder.
+pub(crate) fn message(payload: Box<dyn Any + Send>) -> String {
+    panic_message(&*payload)
+}

@@ -13,6 +13,7 @@ use crate::memory::{Definition, Memory};
 use crate::orchestration::timers::Timers;
 use crate::orchestration::{Locking, OrchestratorBuilder, ResumableBuilder, WorkflowRecord};
 use crate::outbox::{DynOutbox, Outbox, Outboxed};
+use crate::runtime::pool::{ConsumerBuilder, PoolConfig};
 use crate::runtime::{DeadLetter, DeadLetters, Dispatcher, DomainedEvent, Heartbeat, RetryPolicy};
 use crate::transport::{InProcessConfig, InProcessTransport, Topics, Transport};
 
@@ -22,6 +23,14 @@ use crate::transport::{InProcessConfig, InProcessTransport, Topics, Transport};
 /// with 64 workers and 2.5 s with 8 (`orchestrator-sqlite/tests/node.rs`, release build). For
 /// handlers that only compute, the CPU count is enough.
 pub const DEFAULT_WORKERS: usize = 64;
+
+/// The name of a node's default pool, which runs every handler without a pool of its own
+/// ([`NodeBuilder::pool`]).
+pub const NODE_POOL: &str = "node";
+
+/// How long the tasks of a node's pools may run on after [`Node::stop`] before they are
+/// cancelled and handed back.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// How a node delivers durable timers (see [`crate::orchestration::timers`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +76,7 @@ pub struct NodeBuilder<M, T> {
     remote: Vec<String>,
     clients: Vec<String>,
     workers: usize,
+    pools: Vec<(String, usize)>,
     retry: RetryPolicy,
     heartbeat: Option<Heartbeat>,
     dead_letters: Option<DeadLetters>,
@@ -100,6 +110,7 @@ impl<M: Memory<WorkflowRecord> + 'static> NodeBuilder<M, InProcessTransport> {
             remote: Vec::new(),
             clients: Vec::new(),
             workers: DEFAULT_WORKERS,
+            pools: Vec::new(),
             retry: RetryPolicy::default(),
             heartbeat: Some(Heartbeat::default()),
             dead_letters: None,
@@ -133,6 +144,7 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             remote: self.remote,
             clients: self.clients,
             workers: self.workers,
+            pools: self.pools,
             retry: self.retry,
             heartbeat: self.heartbeat,
             dead_letters: self.dead_letters,
@@ -235,6 +247,17 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         self
     }
 
+    /// Runs the handler of `topic` in a pool of its own, of `workers` workers (at least 1),
+    /// named after the topic, instead of in the node's default pool ([`NODE_POOL`], of
+    /// [`NodeBuilder::workers`] workers). Resize it while the node runs with
+    /// [`Node::consumer`]. On a transport the node consumes every topic of (the in-process one,
+    /// by default), the default pool still takes this topic's events too: the dedicated pool
+    /// adds workers to it rather than isolating it.
+    pub fn pool(mut self, topic: impl Into<String>, workers: usize) -> Self {
+        self.pools.push((topic.into(), workers.max(1)));
+        self
+    }
+
     /// How transient failures are retried (default [`RetryPolicy::default`]).
     pub fn retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
@@ -330,6 +353,11 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             });
         }
         check_services(&handlers, &workflows, &self.remote)?;
+        for (topic, _) in &self.pools {
+            if !handlers.iter().any(|h| h.source_dyn() == topic) {
+                return Err(NodeError::NoHandlerForPool { topic: topic.clone() });
+            }
+        }
         // What tools need to show these workflows without the user's code.
         if let Some(catalog) = self.store.catalog()
             && !definitions.is_empty()
@@ -359,13 +387,23 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             Some(outbox) if !queued_outbox => crate::outbox::in_flight(outbox, 1_024).await?,
             Some(_) | None => Vec::new(),
         };
+        let dedicated = |topic: &str| self.pools.iter().any(|(t, _)| t == topic);
         let topics = if self.subscribe_all {
             Topics::All
         } else {
-            Topics::Only(dispatcher.topics().map(str::to_owned).collect())
+            Topics::Only(dispatcher.topics().filter(|t| !dedicated(t)).map(str::to_owned).collect())
         };
-        let workers =
-            dispatcher.spawn_workers(&*transport, topics, self.workers, Arc::clone(&transport)).await?;
+        let pool = |config: PoolConfig| config.heartbeat(self.heartbeat).grace(SHUTDOWN_GRACE);
+        let mut consumer =
+            ConsumerBuilder::new(Arc::clone(&transport), Arc::clone(&dispatcher), Arc::clone(&transport));
+        if !matches!(&topics, Topics::Only(t) if t.is_empty()) {
+            consumer =
+                consumer.routed_pool(pool(PoolConfig::with_topics(NODE_POOL, topics).workers(self.workers)));
+        }
+        for (topic, workers) in &self.pools {
+            consumer = consumer.routed_pool(pool(PoolConfig::new(topic.as_str()).workers(*workers)));
+        }
+        let consumer = consumer.start().await?;
         let recovered = left.len();
         for batch in left.chunks(256) {
             transport.publish(batch.to_vec()).await?;
@@ -389,7 +427,7 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             dispatcher,
             completions,
             clients: self.clients,
-            workers: Mutex::new(workers),
+            consumer,
             timers: Mutex::new(timers),
             recovered,
         })

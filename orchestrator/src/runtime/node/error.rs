@@ -55,6 +55,16 @@ pub enum NodeError {
         /// Why.
         reason: String,
     },
+    /// [`NodeBuilder::pool`](super::NodeBuilder::pool) names a topic no handler of the node
+    /// listens on.
+    #[error("a pool is declared for `{topic}`, but no handler of this node listens on it")]
+    NoHandlerForPool {
+        /// The topic.
+        topic: String,
+    },
+    /// The worker pools could not start.
+    #[error("worker pools: {0}")]
+    Pool(#[from] crate::runtime::pool::PoolError),
     /// The node was shut down.
     #[error("the node is shut down")]
     ShutDown,

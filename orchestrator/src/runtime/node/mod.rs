@@ -77,12 +77,11 @@ mod status;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use tokio::task::JoinHandle;
-
-pub use builder::{DEFAULT_WORKERS, NodeBuilder, TimerSettings};
+pub use builder::{DEFAULT_WORKERS, NODE_POOL, NodeBuilder, TimerSettings};
 pub use error::{MissingService, NodeError};
 pub use status::WorkflowStatus;
 
+use super::pool::Consumer;
 use super::{DeadLetter, Dispatcher};
 use crate::event::Event;
 use crate::memory::Memory;
@@ -103,7 +102,7 @@ pub struct Node<M, T: Transport> {
     dispatcher: Arc<Dispatcher<Arc<T>>>,
     completions: Arc<Completions>,
     clients: Vec<String>,
-    workers: Mutex<Vec<JoinHandle<()>>>,
+    consumer: Consumer,
     timers: Mutex<Option<TimerTask>>,
     recovered: usize,
 }
@@ -199,17 +198,34 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> Node<M, T> {
         &self.dispatcher
     }
 
+    /// The worker pools that run the handlers: the default one ([`NODE_POOL`]) and those of
+    /// [`NodeBuilder::pool`]. Subscribe to their lifecycle events, or resize them.
+    pub fn consumer(&self) -> &Consumer {
+        &self.consumer
+    }
+
     /// Stops the timers, closes the transport to new events from outside, lets the workers
     /// finish what is queued (and what it produces), and waits for them. Idempotent.
     pub async fn shutdown(&self) {
+        self.stop_timers().await;
+        self.transport.close();
+        self.consumer.join().await;
+    }
+
+    /// Stops now rather than draining the queue: the timers stop, the workers stop claiming,
+    /// their running tasks have 30 s to finish, the rest are cancelled and handed back to the
+    /// transport (a networked transport delivers them again, to this node's next run or to
+    /// another node); then the transport is closed. Idempotent.
+    pub async fn stop(&self) {
+        self.stop_timers().await;
+        self.consumer.stop().await;
+        self.transport.close();
+    }
+
+    async fn stop_timers(&self) {
         let timers = self.timers.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(timers) = timers {
             timers.stop().await;
-        }
-        self.transport.close();
-        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(PoisonError::into_inner));
-        for worker in workers {
-            let _ = worker.await;
         }
     }
 }
