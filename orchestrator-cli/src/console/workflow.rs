@@ -1,0 +1,282 @@
+//! A workflow's page: its summary, statechart with the active states highlighted, pending
+//! timer, parent and children, dead letters and timeline (every journal entry: the event it
+//! consumed, the state after it, the events it produced, with times).
+
+use orchestrator::event::Event;
+use orchestrator::memory::{
+    Catalog, JournalRecord, WorkflowFilter, WorkflowIndex, WorkflowSummary, from_unix_ms,
+};
+use orchestrator::orchestration::{ExecutionStatus, WorkflowRecord};
+use serde_json::Value;
+
+use super::chart;
+use super::html::{self, escape};
+use super::list::short;
+use crate::journal_cmd::read_all;
+use crate::recorded_chart::choose;
+use crate::resolve::Resolved;
+use crate::store::Store;
+use crate::workflows_cmd::orchestrator_at;
+
+/// The most children a workflow page lists.
+const CHILDREN_SHOWN: usize = 100;
+
+/// Everything a workflow page shows, read from the store.
+pub(crate) struct WorkflowView {
+    pub(crate) found: Resolved,
+    pub(crate) entries: Vec<JournalRecord<WorkflowRecord>>,
+    pub(crate) children: Vec<WorkflowSummary>,
+    pub(crate) more_children: bool,
+    /// The chart's XState JSON, or why there is none.
+    pub(crate) chart: Result<Value, String>,
+    /// The dead letters of the workflow, or why none can be shown.
+    pub(crate) dead_letters: Result<Vec<DeadLetterView>, String>,
+}
+
+/// A dead letter as the page shows it.
+pub(crate) struct DeadLetterView {
+    pub(crate) at: std::time::SystemTime,
+    pub(crate) event_type: String,
+    pub(crate) reason: String,
+    pub(crate) attempt: u32,
+    pub(crate) event: String,
+}
+
+impl WorkflowView {
+    /// Reads the workflow `found` from `store`.
+    pub(crate) async fn read(store: &Store, found: Resolved) -> Result<Self, String> {
+        let entries = read_all(store, &found.id).await.map_err(|e| e.to_string())?;
+        let filter =
+            WorkflowFilter { parent: Some(found.id.clone()), limit: CHILDREN_SHOWN, ..WorkflowFilter::new() };
+        let page = store.list(&filter).await.map_err(|e| format!("cannot list the children: {e}"))?;
+        let mut children = page.items;
+        children.reverse();
+        let chart = chart_of(store, found.summary.as_ref(), &found.id).await;
+        let dead_letters = super::dead_letters::of(store, &found.id).await;
+        Ok(Self { found, entries, more_children: page.next.is_some(), children, chart, dead_letters })
+    }
+
+    /// The page's body.
+    pub(crate) fn body(&self) -> String {
+        let id = &self.found.id;
+        let last = self.entries.last().map(|e| &e.record);
+        let active = last.map(|r| chart::active_paths(&r.state)).unwrap_or_default();
+        let version = self.found.summary.as_ref().map_or(self.entries.len() as u64, |s| s.version);
+        let mut out = format!(
+            "<p class=\"crumbs\"><a href=\"/\">workflows</a> / <code>{}</code></p>\n\
+             <h1>Workflow <code id=\"workflow-short-id\">{}</code></h1>\n\
+             <div id=\"live\" data-refresh=\"2000\" data-version=\"{version}\">",
+            escape(&short(id)),
+            escape(&short(id)),
+        );
+        out.push_str(&self.summary(last, &active));
+        out.push_str("<section id=\"chart\"><h2>Statechart</h2>");
+        match &self.chart {
+            Ok(machine) => out.push_str(&chart::render(machine, &active)),
+            Err(why) => out.push_str(&format!("<p class=\"empty\">No chart: {}</p>", escape(why))),
+        }
+        out.push_str("</section>");
+        out.push_str(&self.timer(last));
+        out.push_str(&self.children());
+        out.push_str(&self.dead_letters());
+        out.push_str(&self.timeline());
+        out.push_str("</div>");
+        out
+    }
+
+    fn summary(&self, last: Option<&WorkflowRecord>, active: &[String]) -> String {
+        let mut rows = Vec::new();
+        let mut row = |name: &str, value: String| {
+            rows.push(format!("<tr><th>{}</th><td>{value}</td></tr>", escape(name)));
+        };
+        row("id", format!("<code id=\"workflow-id\">{}</code>", escape(&self.found.id)));
+        let link = |id: &str| {
+            format!("<a href=\"{}\"><code>{}</code></a>", html::workflow_href(id), escape(&short(id)))
+        };
+        match &self.found.summary {
+            Some(s) => {
+                row("orchestrator", escape(&orchestrator_at(s)));
+                row(
+                    "status",
+                    format!("<span id=\"workflow-status\">{}</span>", html::status(s.status.as_str())),
+                );
+                row("initiator", escape(s.initiator.as_deref().unwrap_or("-")));
+                let parent = s.parent.as_deref().or(last.and_then(|r| r.parent_subject.as_deref()));
+                row(
+                    "parent",
+                    parent.map_or_else(
+                        || "-".to_owned(),
+                        |p| format!("<span id=\"parent\">{}</span>", link(p)),
+                    ),
+                );
+                row("root", s.root.as_deref().map_or_else(|| "-".to_owned(), link));
+                let meta: Vec<String> = s.meta.iter().map(|(k, v)| escape(&format!("{k}={v}"))).collect();
+                row("meta", if meta.is_empty() { "-".to_owned() } else { meta.join(", ") });
+                row("created", html::time(s.created_at));
+                row("updated", html::time(s.updated_at));
+                row("version", s.version.to_string());
+            }
+            None => row("status", "not listed by the workflow index (removed or archived)".to_owned()),
+        }
+        row(
+            "active states",
+            if active.is_empty() {
+                "-".to_owned()
+            } else {
+                active
+                    .iter()
+                    .map(|a| format!("<code class=\"active-state\">{}</code>", escape(a)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            },
+        );
+        if let Some(ExecutionStatus::Failure { error }) = last.map(|r| &r.execution_status) {
+            let text = serde_json::to_string_pretty(error).unwrap_or_default();
+            row("failure", format!("<pre class=\"failure\">{}</pre>", escape(&text)));
+        }
+        format!("<section id=\"summary\"><table class=\"summary\">{}</table></section>", rows.concat())
+    }
+
+    fn timer(&self, last: Option<&WorkflowRecord>) -> String {
+        let body = match last.and_then(|r| r.wake_at_ms) {
+            Some(ms) if last.is_some_and(|r| !r.done && !r.is_failed()) => {
+                format!(
+                    "<p id=\"timer\">The next durable timer is due at {} (Unix ms {ms}).</p>",
+                    html::time(from_unix_ms(ms))
+                )
+            }
+            _ => "<p class=\"empty\" id=\"timer\">No pending timer.</p>".to_owned(),
+        };
+        format!("<section id=\"timers\"><h2>Pending timer</h2>{body}</section>")
+    }
+
+    fn children(&self) -> String {
+        let mut out = format!("<section id=\"children\"><h2>Children ({})</h2>", self.children.len());
+        if self.children.is_empty() {
+            out.push_str("<p class=\"empty\">None.</p></section>");
+            return out;
+        }
+        out.push_str("<ul class=\"children\">");
+        for c in &self.children {
+            out.push_str(&format!(
+                "<li><a class=\"child\" href=\"{}\"><code>{}</code></a> {} {} <span class=\"muted\">created {}</span></li>",
+                html::workflow_href(&c.id),
+                escape(c.short_id()),
+                escape(&orchestrator_at(c)),
+                html::status(c.status.as_str()),
+                html::time(c.created_at),
+            ));
+        }
+        out.push_str("</ul>");
+        if self.more_children {
+            out.push_str(&format!(
+                "<p class=\"more\">Only the newest {CHILDREN_SHOWN} children are shown: <code>orchestrator workflows list STORE --parent ID</code> lists them all.</p>"
+            ));
+        }
+        out.push_str("</section>");
+        out
+    }
+
+    fn dead_letters(&self) -> String {
+        let body = match &self.dead_letters {
+            Err(why) => format!("<p class=\"empty\">None recorded: {}</p>", escape(why)),
+            Ok(letters) if letters.is_empty() => "<p class=\"empty\">None recorded.</p>".to_owned(),
+            Ok(letters) => {
+                let items: String = letters
+                    .iter()
+                    .map(|d| {
+                        format!(
+                            "<li class=\"dead-letter\">{} <span class=\"etype\">{}</span> after {} deliveries: {}\
+                             <details><summary>event</summary><pre>{}</pre></details></li>",
+                            html::time(d.at),
+                            escape(&d.event_type),
+                            d.attempt,
+                            escape(&d.reason),
+                            escape(&d.event)
+                        )
+                    })
+                    .collect();
+                format!("<ul class=\"dead-letters\">{items}</ul>")
+            }
+        };
+        format!("<section id=\"dead-letters\"><h2>Dead letters</h2>{body}</section>")
+    }
+
+    fn timeline(&self) -> String {
+        let mut out = format!(
+            "<section id=\"timeline\"><h2>Timeline ({} executions)</h2><ol class=\"timeline\">",
+            self.entries.len()
+        );
+        for entry in &self.entries {
+            let record = &entry.record;
+            let paths = chart::active_paths(&record.state);
+            let consumed = entry.consumed.as_ref().map_or_else(
+                || {
+                    "<div class=\"consumed\"><span class=\"muted\">no consumed event recorded</span></div>"
+                        .to_owned()
+                },
+                |e| {
+                    format!(
+                        "<div class=\"consumed\"><span class=\"label\">consumed</span> {}</div>",
+                        event(e)
+                    )
+                },
+            );
+            let produced = if entry.produced.is_empty() {
+                "<div class=\"produced\"><span class=\"label\">produced</span> <span class=\"muted\">nothing</span></div>".to_owned()
+            } else {
+                let items: String = entry.produced.iter().map(|e| format!("<li>{}</li>", event(e))).collect();
+                format!("<div class=\"produced\"><span class=\"label\">produced</span><ul>{items}</ul></div>")
+            };
+            let state = if paths.is_empty() {
+                String::new()
+            } else {
+                paths.iter().map(|p| format!("<code>{}</code>", escape(p))).collect::<Vec<_>>().join(" ")
+            };
+            out.push_str(&format!(
+                "<li class=\"entry\" data-version=\"{}\"><div class=\"when\"><b>#{}</b> {}</div>{consumed}\
+                 <div class=\"state-after\"><span class=\"label\">state</span> {state} {}</div>{produced}</li>",
+                entry.version,
+                entry.version,
+                html::time(entry.at),
+                html::status(record.workflow_state().as_str()),
+            ));
+        }
+        out.push_str("</ol></section>");
+        out
+    }
+}
+
+/// An event in a timeline: its type, source, `to`, and its data (pretty JSON) folded.
+fn event(e: &Event) -> String {
+    let data = serde_json::to_string_pretty(e.data()).unwrap_or_default();
+    let to = e.to().map(|to| format!(" → <span class=\"to\">{}</span>", escape(to))).unwrap_or_default();
+    format!(
+        "<span class=\"etype\">{}</span> <span class=\"muted\">from {}</span>{to} <span class=\"muted\">at {}</span>\
+         <details><summary>data</summary><pre class=\"data\">{}</pre></details>",
+        escape(e.r#type()),
+        escape(e.source()),
+        escape(e.time()),
+        escape(&data),
+    )
+}
+
+/// The recorded chart (XState JSON) of the workflow's orchestrator version, or why there is none.
+async fn chart_of(store: &Store, summary: Option<&WorkflowSummary>, id: &str) -> Result<Value, String> {
+    let columns = orchestrator::memory::SubjectColumns::parse(id);
+    let (name, version) = match summary {
+        Some(s) => (s.orchestrator.clone(), s.orchestrator_version.clone()),
+        None => match orchestrator::subject::Subject::parse(id) {
+            Ok(subject) => (subject.orchestrator_name().to_owned(), columns.map(|c| c.orchestrator_version)),
+            Err(_) => return Err("the workflow's orchestrator is unknown".to_owned()),
+        },
+    };
+    let recorded = store.definitions().await.map_err(|e| format!("cannot read the catalog: {e}"))?;
+    let chosen = choose(&recorded, &name, version.as_deref()).map_err(|e| e.to_string())?;
+    let chart = &chosen.definition.document["chart"]["xstate"];
+    if chart.is_object() {
+        Ok(chart.clone())
+    } else {
+        Err(format!("orchestrator {name} has no recorded chart (a resumable has none)"))
+    }
+}
