@@ -306,6 +306,7 @@ async fn drive(client: &Client, base: &str, w: &Workflows, db: &Path) {
     let details = client.find(Locator::Css("#timeline details")).await.unwrap();
     details.find(Locator::Css("summary")).await.unwrap().click().await.unwrap();
     assert!(text(client, "#timeline pre.data").await.contains(HOSTILE));
+    client.execute("document.getElementById('timeline').scrollIntoView()", vec![]).await.unwrap();
     let scripts = client.execute("return document.scripts.length", vec![]).await.unwrap();
     assert_eq!(scripts, json!(1));
     assert_eq!(

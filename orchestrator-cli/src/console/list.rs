@@ -235,7 +235,7 @@ fn live(
     }
     out.push_str(
         "<table class=\"workflows\" id=\"workflows\"><thead><tr><th>id</th><th>orchestrator</th><th>status</th>\
-         <th>created</th><th>updated</th><th>initiator</th><th>parent</th></tr></thead><tbody>",
+         <th>created</th><th>updated</th><th>initiator</th><th>meta</th><th>parent</th></tr></thead><tbody>",
     );
     for s in items {
         let parent = s.parent.as_deref().map_or_else(
@@ -244,7 +244,7 @@ fn live(
         );
         out.push_str(&format!(
             "<tr class=\"workflow\" data-id=\"{}\" data-status=\"{}\"><td><a class=\"open\" href=\"{}\"><code>{}</code></a></td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{parent}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{parent}</td></tr>",
             escape(&s.id),
             s.status.as_str(),
             html::workflow_href(&s.id),
@@ -254,6 +254,7 @@ fn live(
             html::time(s.created_at),
             html::time(s.updated_at),
             escape(s.initiator.as_deref().unwrap_or("-")),
+            escape(&meta_text(s)),
         ));
     }
     out.push_str("</tbody></table>");
@@ -266,6 +267,14 @@ fn live(
         ));
     }
     out
+}
+
+/// A workflow's meta as `k=v, k2=v2` (`-` when it has none).
+fn meta_text(s: &WorkflowSummary) -> String {
+    if s.meta.is_empty() {
+        return "-".to_owned();
+    }
+    s.meta.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
 }
 
 /// A workflow id's short form for links: the first 8 characters of its execution id when the

@@ -69,13 +69,14 @@ impl WorkflowView {
             escape(&short(id)),
             escape(&short(id)),
         );
+        out.push_str("<div class=\"top\">");
         out.push_str(&self.summary(last, &active));
         out.push_str("<section id=\"chart\"><h2>Statechart</h2>");
         match &self.chart {
             Ok(machine) => out.push_str(&chart::render(machine, &active)),
             Err(why) => out.push_str(&format!("<p class=\"empty\">No chart: {}</p>", escape(why))),
         }
-        out.push_str("</section>");
+        out.push_str("</section></div>");
         out.push_str(&self.timer(last));
         out.push_str(&self.children());
         out.push_str(&self.dead_letters());
@@ -134,7 +135,10 @@ impl WorkflowView {
             let text = serde_json::to_string_pretty(error).unwrap_or_default();
             row("failure", format!("<pre class=\"failure\">{}</pre>", escape(&text)));
         }
-        format!("<section id=\"summary\"><table class=\"summary\">{}</table></section>", rows.concat())
+        format!(
+            "<section id=\"summary\"><h2>Summary</h2><table class=\"summary\">{}</table></section>",
+            rows.concat()
+        )
     }
 
     fn timer(&self, last: Option<&WorkflowRecord>) -> String {
@@ -228,14 +232,17 @@ impl WorkflowView {
                 let items: String = entry.produced.iter().map(|e| format!("<li>{}</li>", event(e))).collect();
                 format!("<div class=\"produced\"><span class=\"label\">produced</span><ul>{items}</ul></div>")
             };
-            let state = if paths.is_empty() {
-                String::new()
-            } else {
-                paths.iter().map(|p| format!("<code>{}</code>", escape(p))).collect::<Vec<_>>().join(" ")
-            };
+            let mut state =
+                paths.iter().map(|p| format!("<code>{}</code>", escape(p))).collect::<Vec<_>>().join(" ");
+            if let Some(ms) = record.wake_at_ms.filter(|_| !record.done && !record.is_failed()) {
+                state.push_str(&format!(
+                    " <span class=\"muted\">timer due at {}</span>",
+                    html::time(from_unix_ms(ms))
+                ));
+            }
             out.push_str(&format!(
                 "<li class=\"entry\" data-version=\"{}\"><div class=\"when\"><b>#{}</b> {}</div>{consumed}\
-                 <div class=\"state-after\"><span class=\"label\">state</span> {state} {}</div>{produced}</li>",
+                 <div class=\"state-after\"><span class=\"label\">state</span> {} {state}</div>{produced}</li>",
                 entry.version,
                 entry.version,
                 html::time(entry.at),
