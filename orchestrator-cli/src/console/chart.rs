@@ -26,7 +26,7 @@ fn states(node: &Value, path: &str, machine_id: &str, active: &[String], out: &m
     out.push_str(if parallel { "<div class=\"regions\">" } else { "<div class=\"substates\">" });
     for (name, child) in children {
         let child_path = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
-        let is_current = active.iter().any(|a| *a == child_path);
+        let is_current = active.contains(&child_path);
         let is_active = is_current || active.iter().any(|a| a.starts_with(&format!("{child_path}.")));
         let mut class = String::from("state");
         for (kind, on) in [
