@@ -4,7 +4,7 @@
 
 use orchestrator::event::Event;
 use orchestrator::memory::{
-    Catalog, JournalRecord, WorkflowFilter, WorkflowIndex, WorkflowSummary, from_unix_ms,
+    Catalog, Journal, JournalRecord, WorkflowFilter, WorkflowIndex, WorkflowSummary, from_unix_ms,
 };
 use orchestrator::orchestration::{ExecutionStatus, WorkflowRecord};
 use serde_json::Value;
@@ -12,7 +12,6 @@ use serde_json::Value;
 use super::chart;
 use super::html::{self, escape};
 use super::list::short;
-use crate::journal_cmd::read_all;
 use crate::recorded_chart::choose;
 use crate::resolve::Resolved;
 use crate::store::Store;
@@ -20,11 +19,15 @@ use crate::workflows_cmd::orchestrator_at;
 
 /// The most children a workflow page lists.
 const CHILDREN_SHOWN: usize = 100;
+/// The most journal entries a workflow page shows (the latest).
+const TIMELINE_SHOWN: u64 = 500;
 
 /// Everything a workflow page shows, read from the store.
 pub(crate) struct WorkflowView {
     pub(crate) found: Resolved,
     pub(crate) entries: Vec<JournalRecord<WorkflowRecord>>,
+    /// Whether earlier entries were left out of `entries`.
+    pub(crate) earlier: bool,
     pub(crate) children: Vec<WorkflowSummary>,
     pub(crate) more_children: bool,
     /// The chart's XState JSON, or why there is none.
@@ -45,7 +48,21 @@ pub(crate) struct DeadLetterView {
 impl WorkflowView {
     /// Reads the workflow `found` from `store`.
     pub(crate) async fn read(store: &Store, found: Resolved) -> Result<Self, String> {
-        let entries = read_all(store, &found.id).await.map_err(|e| e.to_string())?;
+        // The latest entries: from the version the index knows, else the whole journal.
+        let after = found.summary.as_ref().map_or(0, |s| s.version.saturating_sub(TIMELINE_SHOWN));
+        let mut entries = Vec::new();
+        loop {
+            let from = entries.last().map_or(after, |e: &JournalRecord<WorkflowRecord>| e.version);
+            let page = store
+                .history(&found.id, from, 500)
+                .await
+                .map_err(|e| format!("cannot read the journal: {e}"))?;
+            if page.is_empty() {
+                break;
+            }
+            entries.extend(page);
+        }
+        let earlier = after > 0 && entries.first().is_none_or(|e| e.version > 1);
         let filter =
             WorkflowFilter { parent: Some(found.id.clone()), limit: CHILDREN_SHOWN, ..WorkflowFilter::new() };
         let page = store.list(&filter).await.map_err(|e| format!("cannot list the children: {e}"))?;
@@ -53,7 +70,15 @@ impl WorkflowView {
         children.reverse();
         let chart = chart_of(store, found.summary.as_ref(), &found.id).await;
         let dead_letters = super::dead_letters::of(store, &found.id).await;
-        Ok(Self { found, entries, more_children: page.next.is_some(), children, chart, dead_letters })
+        Ok(Self {
+            found,
+            entries,
+            earlier,
+            more_children: page.next.is_some(),
+            children,
+            chart,
+            dead_letters,
+        })
     }
 
     /// The page's body.
@@ -207,10 +232,15 @@ impl WorkflowView {
     }
 
     fn timeline(&self) -> String {
-        let mut out = format!(
-            "<section id=\"timeline\"><h2>Timeline ({} executions)</h2><ol class=\"timeline\">",
-            self.entries.len()
-        );
+        let mut out =
+            format!("<section id=\"timeline\"><h2>Timeline ({} executions)</h2>", self.entries.len());
+        if self.earlier {
+            out.push_str(&format!(
+                "<p class=\"more\">Only the latest {TIMELINE_SHOWN} executions are shown: \
+                 <code>orchestrator history STORE ID</code> prints them all.</p>"
+            ));
+        }
+        out.push_str("<ol class=\"timeline\">");
         for entry in &self.entries {
             let record = &entry.record;
             let paths = chart::active_paths(&record.state);
@@ -285,5 +315,65 @@ async fn chart_of(store: &Store, summary: Option<&WorkflowSummary>, id: &str) ->
         Ok(chart.clone())
     } else {
         Err(format!("orchestrator {name} has no recorded chart (a resumable has none)"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::SystemTime;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn record(wake_at_ms: Option<u64>) -> WorkflowRecord {
+        WorkflowRecord {
+            execution_status: ExecutionStatus::Normal,
+            subject: "s".to_owned(),
+            parent_subject: None,
+            init_event_id: "e".to_owned(),
+            done: false,
+            state: json!({ "value": ["charging"] }),
+            last_event_id: None,
+            last_event_source: None,
+            wake_at_ms,
+        }
+    }
+
+    fn view(wake_at_ms: Option<u64>, earlier: bool) -> WorkflowView {
+        WorkflowView {
+            found: Resolved { id: "<id>".to_owned(), summary: None },
+            entries: vec![JournalRecord {
+                version: 7,
+                at: SystemTime::UNIX_EPOCH,
+                consumed: None,
+                produced: Vec::new(),
+                record: record(wake_at_ms),
+            }],
+            earlier,
+            children: Vec::new(),
+            more_children: false,
+            chart: Err("none <recorded>".to_owned()),
+            dead_letters: Ok(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn a_pending_timer_is_shown_with_its_time() {
+        let html = view(Some(1_700_000_000_000), false).body();
+        assert!(
+            html.contains("The next durable timer is due at <time datetime=\"2023-11-14T22:13:20.000Z\">"),
+            "{html}"
+        );
+        assert!(html.contains("timer due at"), "{html}");
+        assert!(html.contains("<code class=\"active-state\">charging</code>"), "{html}");
+        assert!(html.contains("No chart: none &lt;recorded&gt;"), "{html}");
+        assert!(html.contains("<code id=\"workflow-id\">&lt;id&gt;</code>"), "{html}");
+        assert!(!html.contains("Only the latest"), "{html}");
+        let html = view(None, true).body();
+        assert!(html.contains("No pending timer."), "{html}");
+        assert!(html.contains("Only the latest 500 executions are shown"), "{html}");
     }
 }
