@@ -164,16 +164,21 @@ where
     }
 }
 
+/// The text of the element `css`, once there is one (tried again while the page changes under
+/// it: a navigation or a live refresh).
 async fn text(client: &Client, css: &str) -> String {
-    client
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css(css))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+    let started = Instant::now();
+    loop {
+        let found = client.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css(css)).await;
+        match found {
+            Ok(element) => match element.text().await {
+                Ok(text) => return text,
+                Err(e) => assert!(started.elapsed() < Duration::from_secs(10), "{css}: {e}"),
+            },
+            Err(e) => panic!("no {css}: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 async fn count(client: &Client, css: &str) -> usize {
@@ -233,6 +238,27 @@ async fn drive(client: &Client, base: &str, w: &Workflows, db: &Path) {
     assert_eq!(text(client, "#count-done b").await, "3");
     assert_eq!(count(client, "tr.workflow").await, 5);
     shoot(client, "01-list.png").await;
+
+    // Pages of two: 2, 2, then 1 and no further page; every workflow once.
+    client.goto(&format!("{base}/?limit=2")).await.unwrap();
+    let mut seen = Vec::new();
+    for expected in [2, 2, 1] {
+        let rows = client.find_all(Locator::Css("tr.workflow")).await.unwrap();
+        assert_eq!(rows.len(), expected);
+        for row in rows {
+            seen.push(row.attr("data-id").await.unwrap().unwrap());
+        }
+        if expected == 2 {
+            let before = client.current_url().await.unwrap();
+            client.find(Locator::Css("#next-page")).await.unwrap().click().await.unwrap();
+            until("the next page", || async { client.current_url().await.unwrap() != before }).await;
+        }
+    }
+    assert_eq!(count(client, "#next-page").await, 0);
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 5);
+    client.goto(&format!("{base}/")).await.unwrap();
 
     // Filter: the active workflows of tenant acme (a child inherits its parent's meta): the
     // parent and its child.
@@ -322,9 +348,14 @@ async fn drive(client: &Client, base: &str, w: &Workflows, db: &Path) {
     );
     shoot(client, "05-escaped-payload.png").await;
 
-    // The list refreshes by itself when a workflow starts.
+    // The list refreshes by itself when a workflow starts, and only then: an unchanged list is
+    // left alone (the table keeps a mark set on it across two refreshes).
     client.goto(&format!("{base}/")).await.unwrap();
     assert_eq!(text(client, "#count-all b").await, "5");
+    client.execute("document.getElementById('workflows').mark = 42", vec![]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(4_500)).await;
+    let mark = client.execute("return document.getElementById('workflows').mark", vec![]).await.unwrap();
+    assert_eq!(mark, json!(42), "an unchanged list was replaced");
     let store = Arc::new(SqliteMemory::<WorkflowRecord>::open_path(db).unwrap());
     let orchestrator = Orchestrator::builder(store).machine::<OrderFlow>().build().unwrap();
     let init = EventFactory::<OrderV1>::new()

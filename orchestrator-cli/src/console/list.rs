@@ -11,8 +11,10 @@ use super::html::{self, encode, escape};
 use crate::store::Store;
 use crate::workflows_cmd::{orchestrator_at, parse_since};
 
-/// How many workflows a page lists.
+/// How many workflows a page lists unless `limit` says otherwise.
 pub(crate) const PAGE_SIZE: usize = 50;
+/// The most workflows a page lists.
+const MAX_PAGE_SIZE: usize = 500;
 
 /// The statuses, in the order the console shows them.
 pub(crate) const STATUSES: [WorkflowState; 4] =
@@ -20,7 +22,8 @@ pub(crate) const STATUSES: [WorkflowState; 4] =
 
 /// The list's filters, as the query string gives them: `status`, `orchestrator`, `meta`
 /// (`k=v`, several separated by commas, or repeated), `since` (RFC 3339 or an age: `30m`,
-/// `12h`, `7d`) and `after` (the cursor of the next page: `UNIX_MS:ID`).
+/// `12h`, `7d`), `limit` (workflows per page, 1 to 500; 50 by default) and `after` (the cursor
+/// of the next page: `UNIX_MS:ID`).
 #[derive(Debug, Default, Clone)]
 pub(crate) struct ListQuery {
     pub(crate) status: Option<WorkflowState>,
@@ -29,6 +32,8 @@ pub(crate) struct ListQuery {
     pub(crate) since_text: Option<String>,
     pub(crate) since: Option<SystemTime>,
     pub(crate) after: Option<WorkflowCursor>,
+    /// Workflows per page (`None`: [`PAGE_SIZE`]).
+    pub(crate) limit: Option<usize>,
     /// What could not be understood (shown above the list, which ignores it).
     pub(crate) errors: Vec<String>,
 }
@@ -63,6 +68,10 @@ impl ListQuery {
                     }
                     Err(e) => q.errors.push(e),
                 },
+                "limit" => match value.parse::<usize>() {
+                    Ok(n) if (1..=MAX_PAGE_SIZE).contains(&n) => q.limit = Some(n),
+                    _ => q.errors.push(format!("`{value}` is not a page size (1 to {MAX_PAGE_SIZE})")),
+                },
                 "after" => match value.split_once(':').and_then(|(ms, id)| Some((ms.parse().ok()?, id))) {
                     Some((ms, id)) => {
                         q.after = Some(WorkflowCursor { created_at: from_unix_ms(ms), id: id.to_owned() })
@@ -81,7 +90,7 @@ impl ListQuery {
             orchestrator: self.orchestrator.clone(),
             status: self.status,
             meta: self.meta.clone(),
-            limit: PAGE_SIZE,
+            limit: self.limit.unwrap_or(PAGE_SIZE),
             after: self.after.clone(),
             ..WorkflowFilter::new()
         };
@@ -104,6 +113,9 @@ impl ListQuery {
         }
         if let Some(since) = &self.since_text {
             parts.push(format!("since={}", encode(since)));
+        }
+        if let Some(limit) = self.limit {
+            parts.push(format!("limit={limit}"));
         }
         if parts.is_empty() { String::new() } else { format!("?{}", parts.join("&")) }
     }
