@@ -129,6 +129,41 @@ pub(crate) fn active_paths(state: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The paths of the chart's states in document order, depth first, the machine itself first
+/// (as ""): the numbering a machine's stored state uses for its states, when it matches (see
+/// [`state_path`]).
+pub(crate) fn state_paths(machine: &Value) -> Vec<String> {
+    fn walk(node: &Value, path: &str, out: &mut Vec<String>) {
+        out.push(path.to_owned());
+        if let Some(children) = node["states"].as_object() {
+            for (name, child) in children {
+                let child_path = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
+                walk(child, &child_path, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(machine, "", &mut out);
+    out
+}
+
+/// The path of state number `id` of a machine's stored `state` (its snapshot), named with the
+/// chart's `paths` ([`state_paths`]) only when that numbering names its active states as the
+/// snapshot's `value` does (else `None`: the numbering is not known to match).
+pub(crate) fn state_path(paths: &[String], snapshot: &Value, id: u64) -> Option<String> {
+    let active: Vec<&str> = snapshot["state"]["active"]
+        .as_array()?
+        .iter()
+        .map(|n| n.as_u64().and_then(|n| paths.get(usize::try_from(n).ok()?)).map(String::as_str))
+        .collect::<Option<_>>()?;
+    let value = active_paths(snapshot);
+    let matches = !value.is_empty() && value.iter().all(|v| active.contains(&v.as_str()));
+    if !matches {
+        return None;
+    }
+    paths.get(usize::try_from(id).ok()?).filter(|p| !p.is_empty()).cloned()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -166,6 +201,16 @@ mod tests {
         assert!(!html.contains("<rejected>"), "{html}");
         assert!(html.contains("<span class=\"event\">com.inventory</span> [reserved] → <span class=\"target\">charging</span>"), "{html}");
         assert!(html.contains("after 30000 ms"), "{html}");
+    }
+
+    #[test]
+    fn state_numbers_are_named_when_the_numbering_matches() {
+        let paths = state_paths(&machine());
+        assert_eq!(paths, ["", "reserving", "charging", "charging.a", "charging.b", "<rejected>"]);
+        let snapshot = json!({ "state": { "active": [0, 2, 4] }, "value": ["charging.b"] });
+        assert_eq!(state_path(&paths, &snapshot, 2).as_deref(), Some("charging"));
+        let other = json!({ "state": { "active": [0, 1] }, "value": ["charging.b"] });
+        assert_eq!(state_path(&paths, &other, 2), None);
     }
 
     #[test]

@@ -167,16 +167,25 @@ impl WorkflowView {
     }
 
     fn timer(&self, last: Option<&WorkflowRecord>) -> String {
-        let body = match last.and_then(|r| r.wake_at_ms) {
-            Some(ms) if last.is_some_and(|r| !r.done && !r.is_failed()) => {
-                format!(
-                    "<p id=\"timer\">The next durable timer is due at {} (Unix ms {ms}).</p>",
-                    html::time(from_unix_ms(ms))
-                )
-            }
+        let running = last.is_some_and(|r| !r.done && !r.is_failed());
+        let mut items = Vec::new();
+        if let Some(record) = last.filter(|_| running) {
+            let paths = self.chart.as_ref().map(chart::state_paths).unwrap_or_default();
+            items.extend(machine_timers(&record.state, &paths));
+        }
+        let durable = match last.and_then(|r| r.wake_at_ms) {
+            Some(ms) if running => format!(
+                "<p id=\"timer\">The workflow's next durable timer is due at {} (Unix ms {ms}).</p>",
+                html::time(from_unix_ms(ms))
+            ),
             _ => "<p class=\"empty\" id=\"timer\">No pending timer.</p>".to_owned(),
         };
-        format!("<section id=\"timers\"><h2>Pending timer</h2>{body}</section>")
+        let list = if items.is_empty() {
+            String::new()
+        } else {
+            format!("<ul class=\"timers\">{}</ul>", items.concat())
+        };
+        format!("<section id=\"timers\"><h2>Pending timers</h2>{durable}{list}</section>")
     }
 
     fn children(&self) -> String {
@@ -232,8 +241,11 @@ impl WorkflowView {
     }
 
     fn timeline(&self) -> String {
-        let mut out =
-            format!("<section id=\"timeline\"><h2>Timeline ({} executions)</h2>", self.entries.len());
+        let mut out = format!(
+            "<section id=\"timeline\"><h2>Timeline ({} execution{})</h2>",
+            self.entries.len(),
+            if self.entries.len() == 1 { "" } else { "s" }
+        );
         if self.earlier {
             out.push_str(&format!(
                 "<p class=\"more\">Only the latest {TIMELINE_SHOWN} executions are shown: \
@@ -282,6 +294,46 @@ impl WorkflowView {
         out.push_str("</ol></section>");
         out
     }
+}
+
+/// The timers pending in a machine's stored state (its snapshot: `state.timers`, due on the
+/// machine's clock, whose 0 is `epochMs`), as list items; `paths` names the chart's states
+/// ([`chart::state_paths`]).
+fn machine_timers(snapshot: &Value, paths: &[String]) -> Vec<String> {
+    let Some(timers) = snapshot["state"]["timers"].as_array() else { return Vec::new() };
+    let epoch = snapshot["epochMs"].as_u64();
+    timers
+        .iter()
+        .map(|t| {
+            let due = t["due_ms"].as_u64().unwrap_or_default();
+            let what = match t["kind"].as_str() {
+                Some("after") => {
+                    let id = t["state"].as_u64().unwrap_or_default();
+                    match chart::state_path(paths, snapshot, id) {
+                        Some(path) => format!(
+                            "a delayed transition (<code>after</code>) of state <code>{}</code>",
+                            escape(&path)
+                        ),
+                        None => format!("a delayed transition (<code>after</code>) of state #{id}"),
+                    }
+                }
+                Some("send") => format!(
+                    "the delayed event <code>{}</code>{}",
+                    escape(t["event"].as_str().unwrap_or("?")),
+                    t["id"]
+                        .as_str()
+                        .map(|id| format!(" (id <code>{}</code>)", escape(id)))
+                        .unwrap_or_default()
+                ),
+                _ => "a timer".to_owned(),
+            };
+            let when = match epoch {
+                Some(epoch) => format!("due at {}", html::time(from_unix_ms(epoch.saturating_add(due)))),
+                None => format!("due at {due} ms on the machine's clock"),
+            };
+            format!("<li class=\"machine-timer\">{what}, {when}</li>")
+        })
+        .collect()
 }
 
 /// An event in a timeline: its type, source, `to`, and its data (pretty JSON) folded.
@@ -335,7 +387,11 @@ mod tests {
             parent_subject: None,
             init_event_id: "e".to_owned(),
             done: false,
-            state: json!({ "value": ["charging"] }),
+            state: json!({
+                "state": { "active": [0, 2], "timers": [{ "due_ms": 30015, "seq": 0, "kind": "after", "state": 2, "index": 0 }] },
+                "epochMs": 1_700_000_000_000_u64,
+                "value": ["charging"],
+            }),
             last_event_id: None,
             last_event_source: None,
             wake_at_ms,
@@ -355,7 +411,13 @@ mod tests {
             earlier,
             children: Vec::new(),
             more_children: false,
-            chart: Err("none <recorded>".to_owned()),
+            chart: if earlier {
+                Err("none <recorded>".to_owned())
+            } else {
+                Ok(
+                    json!({ "id": "m", "states": { "reserving": {}, "charging": {}, "done": { "type": "final" } } }),
+                )
+            },
             dead_letters: Ok(Vec::new()),
         }
     }
@@ -364,16 +426,23 @@ mod tests {
     fn a_pending_timer_is_shown_with_its_time() {
         let html = view(Some(1_700_000_000_000), false).body();
         assert!(
-            html.contains("The next durable timer is due at <time datetime=\"2023-11-14T22:13:20.000Z\">"),
+            html.contains(
+                "The workflow's next durable timer is due at <time datetime=\"2023-11-14T22:13:20.000Z\">"
+            ),
             "{html}"
         );
         assert!(html.contains("timer due at"), "{html}");
         assert!(html.contains("<code class=\"active-state\">charging</code>"), "{html}");
-        assert!(html.contains("No chart: none &lt;recorded&gt;"), "{html}");
+        assert!(
+            html.contains("a delayed transition (<code>after</code>) of state <code>charging</code>, due at <time datetime=\"2023-11-14T22:13:50.015Z\">"),
+            "{html}"
+        );
+        assert!(html.contains("data-state=\"charging\""), "{html}");
         assert!(html.contains("<code id=\"workflow-id\">&lt;id&gt;</code>"), "{html}");
         assert!(!html.contains("Only the latest"), "{html}");
         let html = view(None, true).body();
         assert!(html.contains("No pending timer."), "{html}");
+        assert!(html.contains("No chart: none &lt;recorded&gt;"), "{html}");
         assert!(html.contains("Only the latest 500 executions are shown"), "{html}");
     }
 }
