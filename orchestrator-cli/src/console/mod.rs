@@ -1,9 +1,10 @@
 //! `orchestrator serve STORE`: a local, read-only web console over a store's workflows.
 //!
 //! - `GET /`: the workflows, newest first, with filters (status, orchestrator, meta, since),
-//!   counts per status and pages; the counts and the table refresh every 2 s;
+//!   counts per status and pages (`limit`, 50 by default); the counts and the table refresh
+//!   every 2 s;
 //! - `GET /workflows/{id}`: a workflow (its full id or a short id): summary, statechart with
-//!   the active states highlighted, pending timer, parent and children, dead letters, and its
+//!   the active states highlighted, pending timers, parent and children, dead letters, and its
 //!   timeline; refreshed while it changes;
 //! - `GET /api/workflows` and `GET /api/workflows/{id}`: the same as JSON;
 //! - `GET /assets/console.css|console.js`: the console's only assets, inside the binary.
@@ -11,9 +12,9 @@
 //! Every piece of stored content is escaped by [`html::escape`] on the server (an event payload
 //! holding `<script>` stays text), and every page carries a Content-Security-Policy that allows
 //! no inline script and no other origin. The console only reads: it has no route but `GET`
-//! (and `HEAD`). It listens on the loopback interface unless `--allow-remote` is given, and
-//! then answers only requests addressed to it by a loopback name (a defence against DNS
-//! rebinding).
+//! (and `HEAD`). It listens on a loopback address (a non-loopback `--bind` needs
+//! `--allow-remote`), and there it answers only requests addressed to a loopback name (a
+//! defence against DNS rebinding).
 
 mod chart;
 mod dead_letters;

@@ -1,5 +1,5 @@
 //! A workflow's page: its summary, statechart with the active states highlighted, pending
-//! timer, parent and children, dead letters and timeline (every journal entry: the event it
+//! timers, parent and children, dead letters and timeline (every journal entry: the event it
 //! consumed, the state after it, the events it produced, with times).
 
 use orchestrator::event::Event;
