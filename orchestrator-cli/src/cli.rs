@@ -54,7 +54,19 @@ pub(crate) enum Command {
     /// List, count, show a store's workflows (SQLite or PostgreSQL), and their trees.
     #[command(subcommand, after_help = WORKFLOWS_EXAMPLES)]
     Workflows(workflows_cmd::WorkflowsCommand),
+    /// Serve a local, read-only web console over a store's workflows.
+    #[command(after_help = SERVE_EXAMPLES)]
+    Serve(crate::console::ServeArgs),
 }
+
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  orchestrator serve orchestrator-data/quickstart.sqlite
+  orchestrator serve postgres://postgres@127.0.0.1:5432/test --bind 127.0.0.1:9000
+
+The console listens on 127.0.0.1:8080 by default and prints its URL. It only reads the store. A
+non-loopback --bind is refused unless --allow-remote is given (the console has no
+authentication).";
 
 const WORKFLOWS_EXAMPLES: &str = "\
 Examples:
@@ -112,6 +124,7 @@ pub(crate) fn run(tool: &Tool, cli: &Cli, stdin: &mut dyn Read, out: &mut dyn Wr
         Command::History(args) => journal_cmd::history(args, out)?,
         Command::Replay(args) => journal_cmd::replay(args, tool, out)?,
         Command::Workflows(command) => workflows_cmd::run(command, out)?,
+        Command::Serve(args) => crate::console::serve(args, out)?,
     }
     out.flush().map_err(CliError::output)
 }

@@ -19,7 +19,10 @@
 //! - `orchestrator workflows list STORE`: a store's workflows, newest first, filtered by status,
 //!   orchestrator, meta, creation time… (a table, JSON lines, or only their count);
 //! - `orchestrator workflows show|tree STORE ID`: one workflow (its summary, last state and
-//!   history length), or it and its descendants as a tree.
+//!   history length), or it and its descendants as a tree;
+//! - `orchestrator serve STORE`: a local, read-only web console: the workflows with filters and
+//!   counts per status, refreshing live, and each workflow's timeline, statechart (active states
+//!   highlighted), children, pending timer and dead letters.
 //!
 //! Every command that takes a workflow (ID) accepts its full id (the subject) or a short id: a
 //! prefix of at least 4 characters of exactly one workflow's execution id (`workflows list`
@@ -33,6 +36,7 @@
 
 mod chart_cmd;
 mod cli;
+mod console;
 mod contract_cmd;
 mod error;
 mod event_cmd;

@@ -41,7 +41,11 @@ pub(crate) fn export(args: &ExportArgs, workflow: &str, out: &mut dyn Write) -> 
 }
 
 /// The recorded orchestrator `name` at `version` (the latest when `None`).
-fn choose<'a>(recorded: &'a [Recorded], name: &str, version: Option<&str>) -> Result<&'a Recorded, CliError> {
+pub(crate) fn choose<'a>(
+    recorded: &'a [Recorded],
+    name: &str,
+    version: Option<&str>,
+) -> Result<&'a Recorded, CliError> {
     let mut versions: Vec<&Recorded> = recorded
         .iter()
         .filter(|r| r.definition.kind == DefinitionKind::Orchestrator && r.definition.name == name)

@@ -97,7 +97,7 @@ fn pick(arg: &str, location: &str, mut page: Page<WorkflowSummary>) -> Result<Re
 }
 
 /// `location` with a URL's password replaced by `***`, for messages.
-fn redact(location: &str) -> String {
+pub(crate) fn redact(location: &str) -> String {
     let Some((scheme, rest)) = location.split_once("://") else { return location.to_owned() };
     let authority_end = rest.find('/').unwrap_or(rest.len());
     let (authority, path) = rest.split_at(authority_end);

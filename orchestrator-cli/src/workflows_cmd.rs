@@ -134,7 +134,7 @@ fn parse_status(text: &str) -> Result<WorkflowState, String> {
 }
 
 /// Parses `--since`: an RFC 3339 time, or an age (`90s`, `30m`, `12h`, `7d`) before now.
-fn parse_since(text: &str) -> Result<SystemTime, String> {
+pub(crate) fn parse_since(text: &str) -> Result<SystemTime, String> {
     if let Ok(at) = chrono::DateTime::parse_from_rfc3339(text) {
         return Ok(at.into());
     }
@@ -331,7 +331,7 @@ fn tree_json(node: &Node) -> serde_json::Value {
 }
 
 /// `orchestrator@version`, or the orchestrator alone when the version is unknown.
-fn orchestrator_at(s: &WorkflowSummary) -> String {
+pub(crate) fn orchestrator_at(s: &WorkflowSummary) -> String {
     match &s.orchestrator_version {
         Some(version) => format!("{}@{version}", s.orchestrator),
         None => s.orchestrator.clone(),
@@ -368,7 +368,7 @@ fn list(args: &ListArgs, out: &mut dyn Write) -> Result<(), CliError> {
 }
 
 /// A workflow as a JSON line.
-fn json(s: &WorkflowSummary) -> serde_json::Value {
+pub(crate) fn json(s: &WorkflowSummary) -> serde_json::Value {
     serde_json::json!({
         "id": s.id,
         "short_id": s.short_id(),
