@@ -66,6 +66,7 @@ pub mod emit;
 pub mod event;
 pub mod factory;
 mod field_error;
+pub mod guide;
 pub mod handler;
 pub mod machine;
 pub mod memory;

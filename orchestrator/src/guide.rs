@@ -1,0 +1,125 @@
+//! # Getting started
+//!
+//! A first durable workflow in a few minutes: what to put in `Cargo.toml`, a complete program,
+//! what [`machine!`](crate::machine!) generates and how its names are formed, a human-approval
+//! recipe, and what differs from Arvo if you come from TypeScript.
+//!
+//! ## Dependencies
+//!
+//! ```toml
+//! [dependencies]
+//! orchestrator = "0.1"
+//! orchestrator-sqlite = "0.1"   # the embedded durable store (or orchestrator-postgres)
+//! serde = { version = "1", features = ["derive"] }
+//! schemars = "1"
+//! serde_json = "1"
+//! tokio = { version = "1", features = ["macros", "rt-multi-thread"] }
+//! ```
+//!
+//! The derives `Serialize`, `Deserialize` and `JsonSchema` come with
+//! [`prelude`](crate::prelude), but the code they generate names the `serde` and `schemars`
+//! crates, so your crate depends on both (schemars 1.x: its JSON Schemas are the contracts').
+//!
+//! ## A durable workflow end to end
+//!
+//! `examples/getting_started.rs` (run it with `cargo run --example getting_started`): a service
+//! contract, a workflow contract and its `machine!`, the service's handler, and a durable
+//! [`Node`](crate::runtime::Node) over SQLite that starts one workflow and waits for its
+//! completion. Kill it at any moment and run it again: the events in flight are in the SQLite
+//! file with the workflow, and the next run delivers them first.
+//!
+#![doc = concat!("```rust,ignore\n", include_str!("../../examples/getting_started.rs"), "```")]
+//!
+//! Then look at what it stored, from the store alone (SQLite file or `postgres://` URL):
+//!
+//! ```sh
+//! orchestrator workflows list orchestrator-data/getting-started.sqlite
+//! orchestrator history orchestrator-data/getting-started.sqlite <ID>     # ID: a short id from the list
+//! orchestrator chart export --format mermaid orchestrator-data/getting-started.sqlite --workflow arvo.orc.welcome
+//! orchestrator serve orchestrator-data/getting-started.sqlite          # the web console
+//! ```
+//!
+//! ## What `machine!` generates, and how names are formed
+//!
+//! For `pub machine WelcomeFlow { contract: WelcomeV1, services: { greet: GreetV1 }, … }`:
+//!
+//! | Item | Name | What it is |
+//! |---|---|---|
+//! | the machine | `WelcomeFlow` | implements [`Machine`](crate::machine::Machine); register it with `Orchestrator::builder(store).machine::<WelcomeFlow>()` |
+//! | the events | `WelcomeFlowEvent` | what guards and actions see |
+//! | the init | `WelcomeFlowEvent::Init(Greeting)` | the workflow's input |
+//! | a service's answer | `WelcomeFlowEvent::<Service><Payload>` | the service key in PascalCase, then the payload type's name: `greet::Greeted` is `GreetGreeted(Greeted)`; the key is left out when the payload's name starts with it as a word (`credit::CreditScore` is `CreditScore`) |
+//! | a service's system error | `WelcomeFlowEvent::<Service>Error(SystemErrorPayload)` | `greet::error` is `GreetError` |
+//! | other events | `WelcomeFlowEvent::Internal(name)` | raised, sent, `done.state.*`, `after` timers |
+//! | the states | `WelcomeFlowState` | an enum of the active child state; compound states get a type `WelcomeFlow<Path>` |
+//! | the outbox | `WelcomeFlowOutbox<'_>` | one method per service (`out.greet(Greeting { … })`) to send requests from actions |
+//!
+//! Guards are `fn(&Context, &Event) -> bool`, actions `fn(&mut Context, &Event, &mut Outbox)`:
+//! functions by path, or closures. A closure is shown in exported charts as `guard<N>` /
+//! `action<N>` unless you name it: `actions: [keep = |ctx, event, _| …]`.
+//!
+//! ## Recipe: a human approval
+//!
+//! A human decision is a service like any other: the workflow sends a request to a
+//! `com.acme.approval` topic and waits, durably, for its answer; a timeout decides when nobody
+//! answers. The request can wait for days: nothing runs meanwhile, the workflow is a row in the
+//! store, and its timer survives restarts.
+//!
+//! ```rust,ignore
+//! orchestrator::machine! {
+//!     pub machine Expense {
+//!         contract: ExpenseV1,
+//!         services: { approval: ApprovalV1 },
+//!         context: ExpenseCtx,
+//!         init: |input| ExpenseCtx::from(input),
+//!         output: |ctx| ctx.outcome(),
+//!         states: {
+//!             waiting: {
+//!                 entry: [ask = |ctx, _, out| out.approval(ApprovalRequest { amount: ctx.amount })],
+//!                 on: { approval::Decision => [
+//!                     { target: approved, guard: yes = |_, e| matches!(e, ExpenseEvent::ApprovalDecision(d) if d.approved) },
+//!                     { target: refused },
+//!                 ] },
+//!                 after: { 86400000 => refused },   // a day without an answer
+//!             },
+//!             approved: { type: final },
+//!             refused: { type: final },
+//!         },
+//!     }
+//! }
+//! ```
+//!
+//! The person's tool (a web form, a chat bot) takes the request from the `com.acme.approval`
+//! topic, or from a node's domained-events callback when the request carries a domain, and
+//! publishes the answer built with `EventFactory::<ApprovalV1>::emits(…)` with the request's
+//! subject and `parentid`. `examples/agent_loop.rs` and `examples/approval_parallel.rs` run
+//! such workflows.
+//!
+//! ## Coming from Arvo
+//!
+//! The wire is Arvo's: events, subjects and contract documents are accepted by arvo-core 2.2.13
+//! and Arvo's are accepted here, and Arvo TypeScript services take part in the same NATS
+//! deployment (`orchestrator-nats`). What differs, on purpose:
+//!
+//! * **Time**: `time` is UTC. Arvo writes local wall-clock time labelled `+00:00`.
+//! * **URIs**: values are encoded once. Arvo's `createArvoEvent` encodes already-encoded values
+//!   again.
+//! * **Completion**: a machine that finishes always emits its completion event, even when its
+//!   output is `{}` or unchanged (Arvo compares the output's JSON with the previous one and
+//!   emits nothing).
+//! * **Failures**: a workflow's failure latch is written with the version it read, so an
+//!   optimistic store (SQLite, PostgreSQL) keeps it.
+//! * **Broker**: the in-process transport is FIFO per workflow (Arvo's `SimpleEventBroker`
+//!   drains LIFO); `resolve` can be called again from the same source.
+//! * **Domained events** are never dropped: without a callback they are kept, for
+//!   [`Dispatcher::take_domained`](crate::runtime::Dispatcher::take_domained).
+//! * **Resumables** take the lease whenever they may fan out, and a duplicate init does not
+//!   re-run `input`.
+//! * **Initiators**: a two-segment `source` such as `com.app` is refused with a clear error
+//!   before any subject is built.
+//! * **Checked at compile time**: a `machine!` that reacts to a payload its service does not
+//!   emit, sends a request to an undeclared service, or targets a state that does not exist,
+//!   does not compile; the error points at the token.
+//! * **Durability is built in**: the SQLite and PostgreSQL stores keep a journal of every
+//!   step, leases with fencing, durable timers and an outbox, so a crash loses nothing and
+//!   applies nothing twice; `orchestrator history`, `replay` and `serve` read them.
