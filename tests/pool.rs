@@ -24,6 +24,9 @@ use tokio::time::{Instant, sleep, timeout};
 
 const TOPIC: &str = "com.test.work";
 const LIMIT: Duration = Duration::from_secs(30);
+/// Lifecycle events kept for the tests' recorders: enough for every event of a test, so a
+/// recorder starved of CPU (a loaded CI machine) never lags and misses some.
+const EVENTS: usize = 1 << 16;
 
 fn event(subject: &str) -> Event {
     Event::builder()
@@ -202,8 +205,9 @@ async fn succeed(_: Event, kit: Toolkit) {
 async fn one_task_reports_received_start_success_done_and_the_worker_its_whole_life() {
     bounded(async {
         let transport = in_process();
-        let builder =
-            ConsumerBuilder::on(Arc::clone(&transport)).pool(PoolConfig::new(TOPIC), handler_fn(succeed));
+        let builder = ConsumerBuilder::on(Arc::clone(&transport))
+            .events_capacity(EVENTS)
+            .pool(PoolConfig::new(TOPIC), handler_fn(succeed));
         let log = record(builder.subscribe());
         let consumer = builder.start().await.expect("started");
         let one = event("s1");
@@ -232,6 +236,7 @@ async fn a_fatal_poll_error_stops_the_worker_with_its_reason_and_stop_does_not_h
         let (transport, _, faults) = faulty();
         *faults.always.lock().expect("faults") = Some(false);
         let builder = ConsumerBuilder::on(transport)
+            .events_capacity(EVENTS)
             .pool(PoolConfig::new(TOPIC).restart_interval(Duration::from_secs(3600)), handler_fn(succeed));
         let log = record(builder.subscribe());
         let consumer = builder.start().await.expect("started: the worker ran, then stopped");
@@ -279,6 +284,7 @@ async fn a_consumer_whose_workers_cannot_subscribe_does_not_start() {
             let (transport, _, faults) = faulty();
             *faults.subscribe.lock().expect("faults") = Some(transient);
             let builder = ConsumerBuilder::on(transport)
+                .events_capacity(EVENTS)
                 .pool(PoolConfig::new(TOPIC).polling(quick_polling(2)), handler_fn(succeed));
             let log = record(builder.subscribe());
             let refused = builder.start().await.expect_err("no subscription, no start");
@@ -307,7 +313,7 @@ async fn the_consecutive_failure_threshold_stops_the_worker_and_it_is_restarted_
         // Three transient failures in a row: the threshold (3, not the default 5) is reached.
         faults.polls.lock().expect("faults").extend([true, true, true]);
         let interval = Duration::from_millis(300);
-        let builder = ConsumerBuilder::on(transport).pool(
+        let builder = ConsumerBuilder::on(transport).events_capacity(EVENTS).pool(
             PoolConfig::new(TOPIC).polling(quick_polling(3)).restart_interval(interval),
             handler_fn(succeed),
         );
@@ -369,6 +375,7 @@ async fn a_worker_never_holds_more_deliveries_than_it_has_slots() {
             }
         });
         let consumer = ConsumerBuilder::on(Arc::clone(&transport))
+            .events_capacity(EVENTS)
             .pool(PoolConfig::new(TOPIC).workers(2).slots(3), handler)
             .start()
             .await
@@ -403,7 +410,9 @@ async fn resizing_up_and_down_while_tasks_run_loses_nothing_and_never_jams() {
                 kit.success(Vec::new()).expect("the first response");
             }
         });
-        let builder = ConsumerBuilder::on(Arc::clone(&transport)).pool(PoolConfig::new(TOPIC), handler);
+        let builder = ConsumerBuilder::on(Arc::clone(&transport))
+            .events_capacity(EVENTS)
+            .pool(PoolConfig::new(TOPIC), handler);
         let log = record(builder.subscribe());
         let consumer = builder.start().await.expect("started");
         let pool = consumer.pool(TOPIC).expect("the pool").clone();
@@ -435,6 +444,7 @@ async fn stopping_one_pool_waits_for_its_own_workers_only() {
     bounded(async {
         let transport = in_process();
         let consumer = ConsumerBuilder::on(Arc::clone(&transport))
+            .events_capacity(EVENTS)
             .pool(PoolConfig::new("com.test.a").workers(2), handler_fn(succeed))
             .pool(PoolConfig::new("com.test.b").workers(2), handler_fn(succeed))
             .start()
@@ -471,7 +481,9 @@ async fn a_second_response_is_refused_and_the_first_stands() {
                 seconds.lock().expect("seconds").push(kit.success(Vec::new()));
             }
         });
-        let builder = ConsumerBuilder::on(Arc::clone(&transport)).pool(PoolConfig::new(TOPIC), handler);
+        let builder = ConsumerBuilder::on(Arc::clone(&transport))
+            .events_capacity(EVENTS)
+            .pool(PoolConfig::new(TOPIC), handler);
         let log = record(builder.subscribe());
         let consumer = builder.start().await.expect("started");
         transport.publish(events(20)).await.expect("published");
@@ -511,6 +523,7 @@ async fn no_response_a_panic_or_a_missed_deadline_is_an_explicit_failure_never_s
         });
         let dispatcher = Arc::new(Dispatcher::new(Vec::new()).expect("no handler"));
         let builder = ConsumerBuilder::new(Arc::clone(&transport), Arc::clone(&dispatcher), ())
+            .events_capacity(EVENTS)
             .pool(PoolConfig::new(TOPIC).slots(4).task_timeout(Some(Duration::from_millis(100))), handler);
         let log = record(builder.subscribe());
         let consumer = builder.start().await.expect("started");
@@ -570,7 +583,7 @@ async fn heartbeats_extend_the_delivery_automatically_and_on_demand() {
             sleep(Duration::from_millis(250)).await;
             kit.success(Vec::new()).expect("the first response");
         });
-        let builder = ConsumerBuilder::on(transport).pool(
+        let builder = ConsumerBuilder::on(transport).events_capacity(EVENTS).pool(
             PoolConfig::new(TOPIC).heartbeat(Some(Heartbeat::from_lease(Duration::from_millis(150)))),
             handler,
         );
@@ -599,7 +612,8 @@ async fn a_lost_lease_fires_the_token_and_a_handler_that_gives_up_hands_the_task
             assert!(kit.is_cancelled(), "the lease may be lost: the token fired");
             // Gives up without responding: handed back, not failed.
         });
-        let builder = ConsumerBuilder::on(transport).pool(PoolConfig::new(TOPIC), handler);
+        let builder =
+            ConsumerBuilder::on(transport).events_capacity(EVENTS).pool(PoolConfig::new(TOPIC), handler);
         let log = record(builder.subscribe());
         let consumer = builder.start().await.expect("started");
         inner.publish(vec![event("s1")]).await.expect("published");
@@ -630,6 +644,7 @@ async fn stop_fires_the_cancellation_token_of_running_tasks() {
             }
         });
         let consumer = ConsumerBuilder::on(Arc::clone(&transport))
+            .events_capacity(EVENTS)
             .pool(PoolConfig::new(TOPIC).slots(2), handler)
             .start()
             .await
@@ -661,6 +676,7 @@ async fn graceful_stop_lets_short_tasks_finish_and_hands_long_ones_back_losing_n
             }
         });
         let consumer: Consumer = ConsumerBuilder::on(Arc::clone(&transport))
+            .events_capacity(EVENTS)
             .pool(PoolConfig::new(TOPIC).slots(4).grace(Duration::from_millis(400)), handler)
             .start()
             .await
@@ -679,6 +695,7 @@ async fn graceful_stop_lets_short_tasks_finish_and_hands_long_ones_back_losing_n
         let retried: Arc<Mutex<HashSet<String>>> = Arc::default();
         let r = Arc::clone(&retried);
         let again = ConsumerBuilder::on(Arc::clone(&transport))
+            .events_capacity(EVENTS)
             .pool(
                 PoolConfig::new(TOPIC).slots(4),
                 handler_fn(move |event: Event, kit: Toolkit| {
@@ -707,6 +724,7 @@ async fn a_delivery_that_a_waiting_poll_gets_while_stopping_is_handed_back_not_l
     bounded(async {
         let transport = in_process();
         let consumer = ConsumerBuilder::on(Arc::clone(&transport))
+            .events_capacity(EVENTS)
             .pool(PoolConfig::new(TOPIC).poll_grace(Duration::from_millis(500)), handler_fn(succeed))
             .start()
             .await
@@ -721,6 +739,7 @@ async fn a_delivery_that_a_waiting_poll_gets_while_stopping_is_handed_back_not_l
         assert_eq!((stats.acked, stats.nacked), (0, 1), "claimed by the stopping worker, handed back");
         // Still there for the next consumer.
         let again = ConsumerBuilder::on(Arc::clone(&transport))
+            .events_capacity(EVENTS)
             .pool(PoolConfig::new(TOPIC), handler_fn(succeed))
             .start()
             .await
