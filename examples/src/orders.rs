@@ -263,7 +263,7 @@ orchestrator::machine! {
 /// The shop's services: deterministic stand-ins for an inventory, a payment provider and a
 /// carrier.
 pub mod services {
-    use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
+    use orchestrator::handler::service::{Emissions, Emit, ServiceHandler, ServiceInput};
     use orchestrator::violation::Violation;
 
     use super::*;
@@ -281,15 +281,20 @@ pub mod services {
             .build()
     }
 
-    /// Approves charges up to 100 000 cents.
+    /// Approves charges up to 100 000 cents. Like a real provider that loses a request now and
+    /// then, it never answers a charge for an order whose id starts with `lost-`: the workflow's
+    /// 30 s payment timeout decides those.
     pub fn payment() -> Result<ServiceHandler<Payment>, Violation> {
         ServiceHandler::<Payment>::builder()
             .version(|input: ServiceInput<PaymentV1>| async move {
                 let request = input.payload;
-                Ok(Emit::new(Charge {
+                if request.order_id.starts_with("lost-") {
+                    return Ok(Emissions::none());
+                }
+                Ok(Emissions::from(Emit::new(Charge {
                     approved: request.amount_cents <= 100_000,
                     reference: format!("pay-{}", request.order_id),
-                }))
+                })))
             })
             .build()
     }
