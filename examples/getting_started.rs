@@ -1,40 +1,29 @@
-//! A durable workflow end to end: a contract for a service, a contract and a `machine!` for the
-//! workflow, the service's handler, and a durable node over SQLite that runs one workflow and
-//! prints its outcome. The crate docs' getting-started page (`orchestrator::guide`) shows this
-//! file. Run it with `cargo run --example getting_started`.
-
+//! A durable workflow end to end, the crate docs' getting-started page (`orchestrator::guide`):
+//! a service, a workflow calling it, and a durable node over SQLite running one workflow.
+//! Run it with `cargo run --example getting_started`.
+#![allow(missing_docs)]
 use std::sync::Arc;
 
-use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
-use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
-use orchestrator::runtime::Node;
 
-/// Whom to greet.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Greeting {
-    /// Their name.
     pub name: String,
 }
-/// A greeting.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Greeted {
-    /// Its text.
     pub text: String,
 }
 
-orchestrator::simple_contract! {
-    /// The greeter service: accepts `com.demo.greet`, emits `evt.demo.greet.success`.
+orchestrator::simple_contract! { // the service: accepts `com.demo.greet`, emits `evt.demo.greet.success`
     pub contract Greet { uri: "#/demo/greet", type: "demo.greet", versions: { GreetV1 = "1.0.0" { accepts: Greeting, emits: Greeted } } }
 }
-orchestrator::orchestrator_contract! {
-    /// The workflow: started by `arvo.orc.welcome`, completes with `arvo.orc.welcome.done`.
+orchestrator::orchestrator_contract! { // the workflow: started by `arvo.orc.welcome`, done with `arvo.orc.welcome.done`
     pub contract Welcome { uri: "#/orc/welcome", name: "welcome", versions: { WelcomeV1 = "1.0.0" { init: Greeting, complete: Greeted } } }
 }
 
 orchestrator::machine! {
-    /// Asks the greeter, then completes with its answer.
-    pub machine WelcomeFlow {
+    pub machine WelcomeFlow { // asks the greeter, then completes with its answer
         contract: WelcomeV1,
         services: { greet: GreetV1 },
         context: Greeted,
@@ -71,8 +60,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let init = EventFactory::<WelcomeV1>::new()
         .init(Greeting { name: "Ada".into() }, Event::builder().source("com.demo.app"))?;
     let done = node.run(init.clone()).await?; // starts the workflow and waits for its completion
-    println!("{} -> {}", done.r#type(), done.data_value()["text"]);
-    println!("status: {}", node.status(init.subject()).await?.ok_or("no record")?);
+    println!(
+        "{} -> {} ({})",
+        done.r#type(),
+        done.data_value()["text"],
+        node.status(init.subject()).await?.ok_or("no record")?
+    );
     node.shutdown().await;
     Ok(())
 }

@@ -96,14 +96,26 @@ async fn main() -> Result<(), BoxError> {
                     Ok((memory, queue))
                 }
             };
-            demo(open, crash, &["--store", "postgres"], "PostgreSQL, schema orchestrator", "\"$DATABASE_URL\"")
-                .await
+            demo(
+                open,
+                crash,
+                &["--store", "postgres"],
+                "PostgreSQL, schema orchestrator",
+                "\"$DATABASE_URL\"",
+            )
+            .await
         }
     }
 }
 
 /// The three acts, or (with `crash`) the process that is killed in the second.
-async fn demo<M, T, F, Fut>(open: F, crash: bool, store_args: &[&str], place: &str, cli_store: &str) -> Result<(), BoxError>
+async fn demo<M, T, F, Fut>(
+    open: F,
+    crash: bool,
+    store_args: &[&str],
+    place: &str,
+    cli_store: &str,
+) -> Result<(), BoxError>
 where
     M: Memory<WorkflowRecord> + Outbox + Journal<WorkflowRecord> + 'static,
     T: Transport,
@@ -127,13 +139,13 @@ where
         ("sku-0", 1, 900, "an article out of stock"),
         ("sku-3", 1, 250_000, "a payment the provider declines"),
     ];
-    let mut subjects = Vec::new();
+    let (mut subjects, mut statuses) = (Vec::new(), Vec::new());
     println!("orders (store: {place})");
     for (i, (sku, quantity, amount_cents, what)) in orders_in.into_iter().enumerate() {
         let init = order(format!("o-{run}-{i}"), sku, quantity, amount_cents)?;
         // Starts the workflow (durably) and waits for its completion event.
         let done = node.run(init.clone()).await?;
-        report(&node, what, &done, init.subject()).await?;
+        statuses.push(report(&node, what, &done, init.subject()).await?);
         subjects.push(init.subject().to_owned());
     }
     node.shutdown().await;
@@ -158,7 +170,8 @@ where
     }
     child.kill()?;
     let killed = child.wait()?;
-    let [regular, lost] = <[String; 2]>::try_from(in_flight).map_err(|_| "the crashing process ended early")?;
+    let [regular, lost] =
+        <[String; 2]>::try_from(in_flight).map_err(|_| "the crashing process ended early")?;
     println!("  killed it ({killed}); a new node on the same store takes over");
 
     let (memory, transport) = open().await?;
@@ -167,14 +180,17 @@ where
         println!("  redelivered {} event(s) the killed process left in its outbox", node.recovered());
     }
     let done = node.wait(&regular).await;
-    report(&node, "the order in flight at the crash", &done, &regular).await?;
+    statuses.push(report(&node, "the order in flight at the crash", &done, &regular).await?);
     // The timer was written by the killed process, with the workflow's state.
     if let Some(WorkflowStatus::Waiting { until }) = node.status(&lost).await? {
         countdown(until).await;
     }
     let done = node.wait(&lost).await;
-    report(&node, "the payment nobody answered", &done, &lost).await?;
+    statuses.push(report(&node, "the payment nobody answered", &done, &lost).await?);
     node.shutdown().await;
+    if statuses != ["shipped", "rejected", "rejected", "shipped", "rejected"] {
+        return Err(format!("unexpected outcomes: {statuses:?}").into());
+    }
 
     // Act 3: the first workflow's history, from the journal (one entry per execution: the event
     // consumed, the state reached, the events emitted).
@@ -186,7 +202,10 @@ where
     // Replay: re-run the machine over the journaled events and check every step against it.
     let orders = Orchestrator::builder(Arc::clone(&memory)).machine::<OrderFlow>().build()?;
     let replayed = orders.lifecycle().replay(&*memory, subject, Until::End, None).await?;
-    println!("\nreplay: re-ran {} executions, every state matched the journal; done = {}", replayed.steps, replayed.done);
+    println!(
+        "\nreplay: re-ran {} executions, every state matched the journal; done = {}",
+        replayed.steps, replayed.done
+    );
     let middle = orders.lifecycle().replay(&*memory, subject, Until::Version(2), None).await?;
     println!("time travel to version 2: active states {}", middle.state["value"]);
 
@@ -258,7 +277,7 @@ fn order(order_id: String, sku: &str, quantity: u32, amount_cents: u64) -> Resul
 }
 
 /// Prints one finished order: what it was, its outcome, its status in the store, and why.
-async fn report<M, T>(node: &Node<M, T>, what: &str, done: &Event, subject: &str) -> Result<(), BoxError>
+async fn report<M, T>(node: &Node<M, T>, what: &str, done: &Event, subject: &str) -> Result<String, BoxError>
 where
     M: Memory<WorkflowRecord> + 'static,
     T: Transport,
@@ -271,7 +290,7 @@ where
         node.status(subject).await?.ok_or("no record")?.to_string(),
         outcome.tracking.or(outcome.reason).unwrap_or_default()
     );
-    Ok(())
+    Ok(outcome.status)
 }
 
 /// Shows the seconds left until `until`, on one line of a terminal, until then.
@@ -284,7 +303,10 @@ async fn countdown(until: SystemTime) {
     }
     loop {
         let left = until.duration_since(SystemTime::now()).unwrap_or_default();
-        print!("\r  the payment timeout fires in {:>2} s ", left.as_secs() + u64::from(left.subsec_nanos() > 0));
+        print!(
+            "\r  the payment timeout fires in {:>2} s ",
+            left.as_secs() + u64::from(left.subsec_nanos() > 0)
+        );
         let _ = std::io::stdout().flush();
         if left.is_zero() {
             break;

@@ -73,6 +73,7 @@ Examples:
   orchestrator workflows list orchestrator-data/quickstart.sqlite --status failed
   orchestrator workflows list sqlite:store.db --orchestrator arvo.orc.shop.order --since 1h --json
   orchestrator workflows list postgres://postgres@127.0.0.1:5432/test --meta tenant=acme --count
+  orchestrator workflows list sqlite:store.db --updated-since 10m --limit 20 --after 3f2a9c1e
   orchestrator workflows show orchestrator-data/quickstart.sqlite 3f2a9c1e
   orchestrator workflows show sqlite:store.db \"$SUBJECT\" --json
   orchestrator workflows tree orchestrator-data/quickstart.sqlite 3f2a9c1e

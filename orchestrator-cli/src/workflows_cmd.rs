@@ -98,6 +98,16 @@ pub(crate) struct ListArgs {
     /// such as 90s, 30m, 12h or 7d.
     #[arg(long, value_name = "TIME", value_parser = parse_since)]
     since: Option<SystemTime>,
+    /// Only workflows created before this time (RFC 3339, or an age such as 12h).
+    #[arg(long, value_name = "TIME", value_parser = parse_since)]
+    until: Option<SystemTime>,
+    /// Only workflows updated (a step, a timer) at or after this time (RFC 3339, or an age).
+    #[arg(long = "updated-since", value_name = "TIME", value_parser = parse_since)]
+    updated_since: Option<SystemTime>,
+    /// The next page: the workflows listed after this one (its short id or subject: the last of
+    /// the previous page).
+    #[arg(long, value_name = "ID")]
+    after: Option<String>,
     /// The most workflows to list.
     #[arg(long, default_value_t = 50)]
     limit: usize,
@@ -123,6 +133,8 @@ impl ListArgs {
             ..WorkflowFilter::new()
         };
         filter.created.since = self.since;
+        filter.created.until = self.until;
+        filter.updated.since = self.updated_since;
         filter
     }
 }
@@ -344,7 +356,14 @@ fn list(args: &ListArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
     let rt = runtime()?;
     let store = rt.block_on(Store::open(&args.store, &args.schema))?;
-    let filter = args.filter();
+    let mut filter = args.filter();
+    if let Some(after) = &args.after {
+        let found = rt.block_on(resolve(&store, &args.store, after))?;
+        let summary = found.summary.ok_or_else(|| {
+            CliError::Input(format!("--after {after}: workflow {} is not in the workflow index", found.id))
+        })?;
+        filter.after = Some(summary.cursor());
+    }
     let failed = |e| CliError::Input(format!("cannot list the workflows: {e}"));
     if args.count {
         let count = rt.block_on(store.count(&filter)).map_err(failed)?;
@@ -360,8 +379,8 @@ fn list(args: &ListArgs, out: &mut dyn Write) -> Result<(), CliError> {
         return Ok(());
     }
     write!(out, "{}", table(&page.items)).map_err(CliError::output)?;
-    if page.next.is_some() {
-        writeln!(out, "(more workflows match: raise --limit, or narrow the filter)")
+    if let (Some(_), Some(last)) = (&page.next, page.items.last()) {
+        writeln!(out, "(more workflows match: the next page is --after {})", last.short_id())
             .map_err(CliError::output)?;
     }
     Ok(())

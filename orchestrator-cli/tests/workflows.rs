@@ -107,10 +107,36 @@ fn lists_filters_and_counts_a_sqlite_store() {
     let ids: Vec<&str> = acme.iter().map(|w| w["id"].as_str().unwrap()).collect();
     assert_eq!(ids, [subjects[2].as_str(), subjects[0].as_str()], "sqlite:PATH names the same store");
 
-    // A limit says when more match.
+    // Created before, updated since.
+    assert_eq!(count(&["--until", "2999-01-01T00:00:00Z"]), "4");
+    assert_eq!(count(&["--until", "1h"]), "0");
+    assert_eq!(count(&["--updated-since", "1h"]), "4");
+    assert_eq!(count(&["--updated-since", "2999-01-01T00:00:00Z"]), "0");
+
+    // A limit says when more match, and how to get the next page.
     let text = stdout(&run(&["workflows", "list", db, "--limit", "1"]));
     assert_eq!(text.lines().count(), 3, "{text}");
-    assert!(text.contains("more workflows match"), "{text}");
+    assert!(text.contains("more workflows match: the next page is --after 3333cccc"), "{text}");
+    let mut pages = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut args = vec!["workflows", "list", db, "--limit", "2", "--json"];
+        if let Some(after) = &after {
+            args.extend(["--after", after.as_str()]);
+        }
+        let page = json_lines(&run(&args));
+        let Some(last) = page.last() else { break };
+        after = Some(last["short_id"].as_str().unwrap().to_owned());
+        pages.extend(page.iter().map(|w| w["id"].as_str().unwrap().to_owned()));
+        assert!(pages.len() <= 4, "{pages:?}");
+    }
+    let all: Vec<String> = json_lines(&run(&["workflows", "list", db, "--json"]))
+        .iter()
+        .map(|w| w["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(pages, all, "the pages, one after another, are the whole list, newest first");
+    let out = run(&["workflows", "list", db, "--after", "ffffffff"]);
+    assert_eq!(out.status.code(), Some(1), "an unknown --after is an error: {out:?}");
 }
 
 #[test]
@@ -127,9 +153,13 @@ fn a_missing_store_or_a_bad_option_is_a_clear_error() {
     let db = dir.path().join("store.sqlite");
     drop(SqliteMemory::<String>::open_path(&db).unwrap());
     let db = db.to_str().unwrap();
-    for bad in
-        [&["--status", "running"][..], &["--meta", "tenant"], &["--since", "yesterday"], &["--limit", "0"]]
-    {
+    for bad in [
+        &["--status", "running"][..],
+        &["--meta", "tenant"],
+        &["--since", "yesterday"],
+        &["--until", "soon"],
+        &["--limit", "0"],
+    ] {
         let mut args = vec!["workflows", "list", db];
         args.extend(bad);
         let out = run(&args);

@@ -100,7 +100,10 @@ pub mod prelude {
     };
     pub use crate::event::{Event, EventBuilder};
     pub use crate::factory::EventFactory;
+    pub use crate::handler::service::{Emit, ServiceHandler, ServiceInput};
     pub use crate::machine::MachineInstance;
+    pub use crate::orchestration::{Orchestrator, WorkflowRecord};
+    pub use crate::runtime::{Node, WorkflowStatus};
     pub use crate::subject::Subject;
     pub use crate::violation::{TransactionCause, Violation};
     pub use schemars::JsonSchema;

@@ -360,7 +360,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     last_event_source: Some(event.source().to_owned()),
                     wake_at_ms: None,
                 };
-                // Against the version read (Arvo's bug 4 writes it as if nothing existed).
+                // Against the version read (Arvo writes it as if nothing existed).
                 let meta = meta(None, latch.workflow_state());
                 let write = Write { record: latch, prev: version, lease, finished: false };
                 self.commit(subject, write, &meta.with(&events), exec).await?;

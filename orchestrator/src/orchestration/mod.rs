@@ -32,19 +32,22 @@
 //! an execution violation (a dead letter). A step therefore costs two store round trips.
 //!
 //! An ordinary failure of the core step ([`StepError::Failure`]) writes the **failure latch**
-//! against the version read (so an optimistic backend cannot lose it, unlike Arvo's bug 4) and
+//! against the version read (so an optimistic backend cannot lose it; Arvo writes it as if nothing existed) and
 //! returns `sys.arvo.orc.<name>.error` events ([`crate::emit::system_error_events`]): subject =
 //! the parent subject ?? the event's subject, `to` = the subject's initiator, `parentid` = the
 //! workflow's init event id. Later events of a latched workflow are ignored.
 //!
 //! # Differences from Arvo, on purpose
 //!
+//! The user-facing list is in the [guide](crate::guide#coming-from-arvo); the lifecycle's are:
+//!
 //! * Locking is on by default whatever the machine's shape: two concurrent deliveries of one
-//!   workflow must never lose an update (Arvo's shape-based "smart locking" is its bug 7).
+//!   workflow must never lose an update (Arvo's shape-based "smart locking" skips the lock
+//!   for some shapes).
 //!   [`Locking::Never`] is for deliverers that already serialize a subject (the in-process
 //!   [`Broker`](crate::broker::Broker) does).
 //! * A machine's completion event is emitted exactly once, when it reaches a final state, even
-//!   when its output is empty (Arvo's bug 3).
+//!   when its output is empty (Arvo emits nothing when the output's JSON is unchanged).
 //! * A failed write of the failure latch is a `WRITE_FAILURE` violation (the deliverer retries)
 //!   instead of a log line.
 //! * Idempotency: an event the workflow already consumed (the same `source` and `id`, as

@@ -9,7 +9,7 @@
 //! [`ResumableOutput`]: service [`Request`]s, a new context, and the completion output once done;
 //! returning nothing waits for more events.
 //!
-//! # Core step (Arvo's 2.4, with its bug 8 fixed)
+//! # Core step
 //!
 //! 1. The function is chosen by the **subject's** orchestrator version
 //!    ([`Violation::Config`] "Handler resolution failed…" when none matches).
@@ -19,7 +19,7 @@
 //!    [`Violation::Contract`].
 //! 3. A workflow that is done, a **second init event** of an existing workflow, and a response
 //!    already collected produce nothing and do **not** run the function (Arvo re-runs it on a
-//!    duplicate init: its bug 8).
+//!    duplicate init).
 //! 4. A response whose `parentid` is a request of the last step that emitted requests is
 //!    collected; any other event is not collected, but the function still runs with it.
 //! 5. After the function: the requests become events exactly like a machine's (one per resolved
@@ -32,7 +32,7 @@
 //!    events; later events of the workflow are ignored.
 //!
 //! Locking: the lifecycle locks every execution by default ([`Locking::Always`]), whatever the
-//! fan-out (Arvo's bug 7 skips the lock for a single service even when it fans out to it).
+//! fan-out (Arvo skips the lock for a single service, even when it fans out to it).
 //!
 //! The persisted state ([`ResumableState`]) is `{"status": "active"|"done", "state$$": context,
 //! "events": {"expected": {request id: [responses]}}}`.
@@ -301,7 +301,7 @@ impl CoreStep for ResumableCore {
             })?),
         };
         let mut state = match previous {
-            // Done, or a duplicate init (Arvo's bug 8): nothing happens.
+            // Done, or a duplicate init: nothing happens.
             Some(state) if state.status == ResumableStatus::Done || is_init => {
                 return Ok(unchanged(input.state, state.status == ResumableStatus::Done));
             }
