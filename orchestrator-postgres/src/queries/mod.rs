@@ -33,6 +33,8 @@ macro_rules! workflow_filter {
 
 mod ack;
 mod acquire;
+mod answer;
+mod answer_ack;
 mod catalog_list;
 mod catalog_record;
 mod children;
@@ -59,6 +61,7 @@ mod produced;
 mod read;
 mod reap_claims;
 mod reap_leases;
+mod record_answer;
 mod release_claims;
 mod release_node;
 mod release_own;
@@ -72,6 +75,8 @@ mod unlock;
 
 pub(crate) use ack::ACK;
 pub(crate) use acquire::ACQUIRE;
+pub(crate) use answer::ANSWER;
+pub(crate) use answer_ack::ANSWER_ACK;
 pub(crate) use catalog_list::CATALOG_LIST;
 pub(crate) use catalog_record::CATALOG_RECORD;
 pub(crate) use children::CHILDREN;
@@ -98,6 +103,7 @@ pub(crate) use produced::PRODUCED;
 pub(crate) use read::READ;
 pub(crate) use reap_claims::REAP_CLAIMS;
 pub(crate) use reap_leases::REAP_LEASES;
+pub(crate) use record_answer::RECORD_ANSWER;
 pub(crate) use release_claims::RELEASE_CLAIMS;
 pub(crate) use release_node::RELEASE_NODE;
 pub(crate) use release_own::RELEASE_OWN;
