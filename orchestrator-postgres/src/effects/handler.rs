@@ -106,14 +106,8 @@ impl<H: EventHandler> EventHandler for Transactional<H> {
             .get()
             .await
             .map_err(|e| failed(TransactionCause::ReadFailure, "connecting", event, e))?;
-        let rows = client
-            .query(self.answer_sql.as_str(), &[&key.service, &key.source, &key.id])
-            .await
-            .map_err(|e| failed(TransactionCause::ReadFailure, "reading the recorded answer", event, e))?;
-        if let Some(row) = rows.first() {
-            return decode(KEY, "recorded answer", row.get::<_, &str>(0)).map_err(|e| {
-                Violation::execution(format!("Error reading the recorded answer to {}: {e}", event.id()))
-            });
+        if let Some(recorded) = self.lookup(&client, key, event).await? {
+            return Ok(recorded);
         }
         let tx = EffectTx::begin(client).await.map_err(|e| {
             failed(TransactionCause::WriteFailure, "beginning the effect transaction", event, e)
@@ -227,19 +221,29 @@ impl<H: EventHandler> Transactional<H> {
             .get()
             .await
             .map_err(|e| failed(TransactionCause::ReadFailure, "connecting", event, e))?;
-        let rows = client
-            .query(self.answer_sql.as_str(), &[&key.service, &key.source, &key.id])
-            .await
-            .map_err(|e| failed(TransactionCause::ReadFailure, "reading the recorded answer", event, e))?;
-        match rows.first() {
-            Some(row) => decode(KEY, "recorded answer", row.get::<_, &str>(0)).map_err(|e| {
-                Violation::execution(format!("Error reading the recorded answer to {}: {e}", event.id()))
-            }),
-            None => Err(Violation::transaction(
+        self.lookup(&client, key, event).await?.ok_or_else(|| {
+            Violation::transaction(
                 TransactionCause::ReadFailure,
                 format!("the answer recorded for event {} is gone", event.id()),
-            )),
-        }
+            )
+        })
+    }
+
+    /// The answer recorded under `key`, read on `client`.
+    async fn lookup(
+        &self,
+        client: &deadpool_postgres::Object,
+        key: AnswerKey<'_>,
+        event: &Event,
+    ) -> Result<Option<Vec<Event>>, Violation> {
+        let read = |e: tokio_postgres::Error| {
+            failed(TransactionCause::ReadFailure, "reading the recorded answer", event, e)
+        };
+        let statement = client.prepare_cached(&self.answer_sql).await.map_err(read)?;
+        let rows = client.query(&statement, &[&key.service, &key.source, &key.id]).await.map_err(read)?;
+        rows.first().map(|row| decode(KEY, "recorded answer", row.get::<_, &str>(0))).transpose().map_err(
+            |e| Violation::execution(format!("Error reading the recorded answer to {}: {e}", event.id())),
+        )
     }
 }
 

@@ -204,10 +204,10 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     /// applied once. On a durable node over a store that is its own outbox but not the
     /// transport's queue (SQLite), the record and the outbox step are two transactions, record
     /// first: a crash between them redelivers the request, which gets the recorded answer. On
-    /// PostgreSQL, a handler whose effects are database writes can make them in the
-    /// transaction that records its answer and settles its delivery
-    /// (`orchestrator_postgres::PgStore::transactional`, registered with
-    /// [`NodeBuilder::service`]): those effects are applied exactly once.
+    /// PostgreSQL, register the handler as `orchestrator_postgres::PgStore::transactional(handler)`
+    /// with [`NodeBuilder::service`] instead: it records its answer in the transaction that
+    /// settles its delivery on the store's queue (one commit with the ack and its products), and
+    /// the database writes it makes in that transaction are applied exactly once.
     ///
     /// [`NodeBuilder::build`] fails with [`NodeError::NoAnswers`] when the store keeps no
     /// answers.
