@@ -6,7 +6,7 @@
 //! records its answer per request, so that a redelivered request gets it again without the
 //! service running twice; but a process that dies between the service's effect and the record
 //! runs it again. When the effect is a write to this database, a **transactional handler** closes
-//! that gap: its writes, its recorded answer and (for a delivery of this store's [`PgQueue`]
+//! that gap: its writes, its recorded answer and (for a delivery of this store's [`PgQueue`](crate::PgQueue)
 //! claimed by this process) the settlement of the delivery with the events it produced commit in
 //! **one transaction**, or not at all.
 //!
@@ -38,7 +38,7 @@
 //!   delivery afterwards; a crash in between redelivers the request, which gets the answer.
 //! * An effect *outside* the database (an HTTP call) is not covered: it may run again if the
 //!   process dies before the commit. Give it an idempotency key (the request's id).
-//! * A [`Violation`](orchestrator::violation::Violation) rolls everything back (the request is
+//! * A [`Violation`] rolls everything back (the request is
 //!   retried or dead-lettered). An error answer (`sys.<topic>.error`, what a `ServiceHandler`
 //!   emits when its function fails) undoes the handler's writes (a savepoint taken before them)
 //!   and is recorded as the answer.

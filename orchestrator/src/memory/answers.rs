@@ -39,7 +39,18 @@ impl<'a> AnswerKey<'a> {
     }
 }
 
-/// A store of answers (see the [module documentation](self)).
+/// A store of recorded answers: what a service answered to each request, so that a redelivered
+/// request gets the same answer without the service's effect running again (the *idempotent
+/// actions* of `distributed.md` §2: a deterministic key, looked up before the action runs, and
+/// unique, so that a racing second record loses).
+///
+/// An answer is keyed by the service's topic and the request's `(source, id)` ([`AnswerKey`]),
+/// and holds the events the service produced the first time, exactly as emitted (same ids,
+/// times and payloads): every consumer downstream sees the same events again and its own
+/// deduplication recognises them. A [`Node`](crate::runtime::Node) uses the store's answers
+/// ([`Memory::answers`](super::Memory::answers)) for the services registered with
+/// [`NodeBuilder::idempotent_service`](crate::runtime::NodeBuilder::idempotent_service). Stores
+/// keep answers until they are deleted by hand (there is no retention of answers yet).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
