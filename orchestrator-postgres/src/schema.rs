@@ -644,10 +644,11 @@ const MIGRATIONS: &[&str] = &[
      );",
     // 8: recorded answers (`orchestrator::memory::Answers`): what a service answered to each
     // request, by the service's topic and the request's source and id; the first record wins.
-    // `answer_ack` records an answer and settles the request's claim with its products, in the
-    // caller's transaction (a transactional handler's, with its own writes): 0 done, 1 the claim
-    // is lost (nothing done), 2 an answer is recorded already (the claim is deleted: the caller
-    // rolls back on anything but 0).
+    // `answer_ack` records an answer and, given the claim of the request's delivery, settles it
+    // with the products, in one transaction (the caller's: a transactional handler's, with its
+    // own writes; or the statement's own). It returns 0 when the answer was recorded (and the
+    // delivery settled, given a claim), 1 when it was recorded but the claim is lost (nothing
+    // settled), 2 when an answer was recorded already (nothing changed).
     "CREATE TABLE {s}.answers (
          service text NOT NULL,
          source text NOT NULL,
@@ -661,18 +662,19 @@ const MIGRATIONS: &[&str] = &[
                                     p_subjects TEXT[], p_ids TEXT[], p_events TEXT[])
      RETURNS INTEGER LANGUAGE plpgsql AS $fn$
      BEGIN
-         IF p_seq IS NOT NULL THEN
-             DELETE FROM {s}.queue q WHERE q.seq = p_seq AND q.token = p_token;
-             IF NOT FOUND THEN
-                 RETURN 1;
-             END IF;
-         END IF;
          INSERT INTO {s}.answers (service, source, id, produced)
          VALUES (p_service, p_source, p_id, p_produced) ON CONFLICT DO NOTHING;
          IF NOT FOUND THEN
              RETURN 2;
          END IF;
-         IF p_seq IS NOT NULL AND cardinality(p_ids) > 0 THEN
+         IF p_seq IS NULL THEN
+             RETURN 0;
+         END IF;
+         DELETE FROM {s}.queue q WHERE q.seq = p_seq AND q.token = p_token;
+         IF NOT FOUND THEN
+             RETURN 1;
+         END IF;
+         IF cardinality(p_ids) > 0 THEN
              INSERT INTO {s}.queue (topic, subject, event_id, event)
              SELECT t.topic, t.subject, t.id, t.ev
              FROM unnest(p_topics, p_subjects, p_ids, p_events)

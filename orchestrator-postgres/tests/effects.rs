@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use orchestrator::event::Event;
-use orchestrator::handler::EventHandler;
+use orchestrator::handler::{Answered, EventHandler};
 use orchestrator::memory::{AnswerKey, Answers, Retention};
 use orchestrator::orchestration::WorkflowRecord;
 use orchestrator::runtime::Node;
@@ -370,6 +370,43 @@ async fn on_a_node_redelivered_requests_get_the_recorded_answers() {
         assert_eq!(replies[0], replies[1], "identical, same id, for {}", ask.id());
     }
     drop(node);
+    f.remove().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotent_services_record_settles_its_delivery_in_the_same_statement() {
+    let Some(url) = database_url() else { return };
+    let f = Fixture::open(&url).await;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let plain = Answered::new(Plain { runs: Arc::clone(&runs) }, Arc::clone(&f.store));
+    let queue = f.store.queue(queue_config());
+    let mut subscription = queue.subscribe(Topics::Only(vec![PLAIN.to_owned()])).await.expect("subscribe");
+
+    let ask = plain_request("plain-1");
+    queue.publish(vec![ask.clone()]).await.expect("publish");
+    let delivery = next(&mut subscription).await;
+    let produced = plain.execute(delivery.event()).await.expect("answered");
+    assert_eq!(f.queued(ask.id()).await, 0, "the record settled the delivery");
+    assert_eq!(f.queued(produced[0].id()).await, 1, "with its products");
+    delivery.ack(produced.clone()).await.expect("the ack has nothing left to do");
+    assert_eq!(f.answers().await, 1);
+
+    // A record whose claim was lost meanwhile is kept, and settles nothing.
+    let other = plain_request("plain-2");
+    queue.publish(vec![other.clone()]).await.expect("publish");
+    let delivery = next(&mut subscription).await;
+    let steal =
+        format!("UPDATE \"{}\".queue SET token = token + 1000000 WHERE event_id = 'plain-2'", f.schema);
+    common::run_sql(&url, &steal).await.expect("steal the claim");
+    let answer = plain.execute(delivery.event()).await.expect("recorded");
+    assert_eq!(f.queued(other.id()).await, 1, "the thief's delivery is left alone");
+    assert_eq!(f.queued(answer[0].id()).await, 0, "nothing enqueued");
+    assert_eq!(f.answers().await, 2, "the answer is recorded: the thief's run will return it");
+    assert_eq!(plain.execute(&other).await.expect("the thief's run"), answer);
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "each request ran once");
+    drop(delivery);
+    queue.close();
+    drop(subscription);
     f.remove().await;
 }
 

@@ -11,11 +11,11 @@ use orchestrator::memory::AnswerKey;
 use orchestrator::violation::{TransactionCause, Violation};
 
 use super::tx::{EffectError, EffectTx, End};
-use crate::answers::KEY;
+use crate::answers::{AnswerAck, AnswerAcked, KEY, settled};
 use crate::error::PgError;
 use crate::queries as q;
 use crate::queue::signals::{Claim, Signals};
-use crate::store::{decode, encode};
+use crate::store::decode;
 
 /// Wraps handler `H` so that each request runs in a transaction of the store
 /// ([`PgStore::transactional`](crate::PgStore::transactional); see the
@@ -84,16 +84,6 @@ fn effect_failed(cause: TransactionCause, doing: &str, event: &Event, e: EffectE
     }
 }
 
-/// What `ANSWER_ACK` said.
-enum Recorded {
-    /// Recorded (and settled, with a claim): commit.
-    Done,
-    /// The claim is no longer this delivery's.
-    ClaimLost,
-    /// An answer was recorded first.
-    Answered,
-}
-
 impl<H: EventHandler> EventHandler for Transactional<H> {
     fn source(&self) -> &str {
         self.inner.source()
@@ -131,7 +121,7 @@ impl<H: EventHandler> EventHandler for Transactional<H> {
                 e,
             ));
         }
-        let claim = self.wake.claim_of(event.source(), event.id());
+        let claim = self.wake.claim_of(self.inner.source(), event.source(), event.id());
         let recorded = match self.record(&tx, event, claim.as_ref(), &produced).await {
             Ok(recorded) => recorded,
             Err(violation) => {
@@ -140,8 +130,8 @@ impl<H: EventHandler> EventHandler for Transactional<H> {
             }
         };
         match recorded {
-            Recorded::Done => {}
-            Recorded::ClaimLost => {
+            AnswerAcked::Recorded => {}
+            AnswerAcked::ClaimLost => {
                 let _ = tx.end(End::Rollback).await;
                 return Err(Violation::transaction(
                     TransactionCause::WriteFailure,
@@ -151,7 +141,7 @@ impl<H: EventHandler> EventHandler for Transactional<H> {
                     ),
                 ));
             }
-            Recorded::Answered => {
+            AnswerAcked::Answered => {
                 let _ = tx.end(End::Rollback).await;
                 return self.recorded(key, event).await;
             }
@@ -166,52 +156,30 @@ impl<H: EventHandler> EventHandler for Transactional<H> {
             ));
         }
         if claim.is_some() {
-            // The delivery's ack has nothing left to do; its products and its lane's next event
-            // are claimable.
-            self.wake.settled_by_commit(event.id());
-            self.wake.enqueued();
+            settled(&self.wake, event.id());
         }
         Ok(produced)
     }
 }
 
 impl<H: EventHandler> Transactional<H> {
-    /// Records `produced` as the answer under `key` in `tx`, settling `claim` with it.
+    /// Records `produced` as the answer to `event` in `tx`, settling `claim` with it.
     async fn record(
         &self,
         tx: &EffectTx,
         event: &Event,
         claim: Option<&Claim>,
         produced: &[Event],
-    ) -> Result<Recorded, Violation> {
+    ) -> Result<AnswerAcked, Violation> {
         let key = AnswerKey::of(self.inner.source(), event);
-        let codec = |e: orchestrator::memory::MemoryError| {
+        let ack = AnswerAck::new(key, produced, claim).map_err(|e| {
             Violation::execution(format!("Error encoding the answer to event {}: {e}", event.id()))
-        };
-        let json = encode(KEY, "recorded answer", produced).map_err(codec)?;
-        // What the queue takes: events with a `to` and no domain (the others leave the queue).
-        let queued: Vec<&Event> =
-            produced.iter().filter(|e| e.domain().is_none() && e.to().is_some()).collect();
-        let topics: Vec<&str> = queued.iter().filter_map(|e| e.to()).collect();
-        let subjects: Vec<&str> = queued.iter().map(|e| e.subject()).collect();
-        let ids: Vec<&str> = queued.iter().map(|e| e.id()).collect();
-        let events =
-            queued.iter().map(|e| encode(KEY, "produced event", e)).collect::<Result<Vec<String>, _>>();
-        let events = events.map_err(codec)?;
-        let (seq, token) = (claim.map(|c| c.seq), claim.map(|c| c.token));
+        })?;
         let rows = tx
-            .step(
-                &self.answer_ack_sql,
-                &[&key.service, &key.source, &key.id, &json, &seq, &token, &topics, &subjects, &ids, &events],
-            )
+            .step(&self.answer_ack_sql, &ack.params())
             .await
             .map_err(|e| effect_failed(TransactionCause::WriteFailure, "recording the answer", event, e))?;
-        let status: i32 = rows.first().map_or(1, |row| row.get(0));
-        Ok(match status {
-            0 => Recorded::Done,
-            2 => Recorded::Answered,
-            _ => Recorded::ClaimLost,
-        })
+        Ok(AnswerAck::outcome(&rows))
     }
 
     /// The answer another run recorded first.

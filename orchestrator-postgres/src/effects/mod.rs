@@ -4,8 +4,9 @@
 //! A service registered with
 //! [`NodeBuilder::idempotent_service`](orchestrator::runtime::NodeBuilder::idempotent_service)
 //! records its answer per request, so that a redelivered request gets it again without the
-//! service running twice; but a process that dies between the service's effect and the record
-//! runs it again. When the effect is a write to this database, a **transactional handler** closes
+//! service running twice (on this store's queue, the record also settles the request's delivery
+//! with the answer's events, in the same statement); but a process that dies between the
+//! service's effect and the record runs it again. When the effect is a write to this database, a **transactional handler** closes
 //! that gap: its writes, its recorded answer and (for a delivery of this store's [`PgQueue`](crate::PgQueue)
 //! claimed by this process) the settlement of the delivery with the events it produced commit in
 //! **one transaction**, or not at all.

@@ -65,7 +65,12 @@ impl PgDelivery {
                         shared.wake.looked(&row.subject, event.id(), looked);
                     }
                 }
-                let claim = Claim { source: event.source().to_owned(), seq: row.seq, token: row.token };
+                let claim = Claim {
+                    source: event.source().to_owned(),
+                    topic: row.topic.clone(),
+                    seq: row.seq,
+                    token: row.token,
+                };
                 shared.wake.claimed(event.id(), claim);
                 Self {
                     shared: Arc::clone(shared),

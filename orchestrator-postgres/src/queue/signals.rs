@@ -54,6 +54,8 @@ pub(crate) struct Signals {
 pub(crate) struct Claim {
     /// The event's source (with its id, the event's identity).
     pub(crate) source: String,
+    /// The topic it was delivered to (the handler's).
+    pub(crate) topic: String,
     pub(crate) seq: i64,
     pub(crate) token: i64,
 }
@@ -136,12 +138,12 @@ impl Signals {
         self.claims.lock().unwrap_or_else(PoisonError::into_inner).insert(event_id.to_owned(), claim);
     }
 
-    /// The current claim of this process on event `(source, event_id)`, if one of its deliveries
-    /// holds it: a transactional handler settles it in its own transaction. A claim that lapsed
+    /// The current claim of this process on event `(source, event_id)` delivered to `topic`, if one
+    /// of its deliveries holds it: a transactional handler settles it in its own transaction. A claim that lapsed
     /// meanwhile is refused by the settlement (its token no longer matches), never applied twice.
-    pub(crate) fn claim_of(&self, source: &str, event_id: &str) -> Option<Claim> {
+    pub(crate) fn claim_of(&self, topic: &str, source: &str, event_id: &str) -> Option<Claim> {
         let claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
-        claims.get(event_id).filter(|c| c.source == source).cloned()
+        claims.get(event_id).filter(|c| c.source == source && c.topic == topic).cloned()
     }
 
     /// The delivery holding claim `token` on event `event_id` ended.

@@ -35,6 +35,9 @@ use crate::violation::{TransactionCause, Violation};
 ///   request's id is a good one) to be applied once. An effect written in the same transaction
 ///   as the record is applied exactly once: `orchestrator_postgres`'s transactional handlers do
 ///   that.
+/// * Where the store is also the transport's queue (PostgreSQL), a record made while this
+///   process holds the request's delivery settles that delivery with the answer's events in
+///   the same statement; elsewhere the delivery is settled after the record.
 /// * A record that failed transiently keeps the products in this process (up to
 ///   [`UNSETTLED_CAPACITY`](crate::outbox::UNSETTLED_CAPACITY) requests): its retry here records
 ///   them without running `H` again.

@@ -198,16 +198,23 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     /// lost ack, or published twice) gets the recorded answer, the same events with the same
     /// ids, without the handler running again ([`Answered`] says how, and what is guaranteed).
     ///
-    /// The answer is recorded once the handler returned and before the delivery is settled: a
-    /// process that dies between the handler's effect and the record runs the handler again
-    /// on the redelivery, so an effect outside the store needs its own idempotency key to be
-    /// applied once. On a durable node over a store that is its own outbox but not the
-    /// transport's queue (SQLite), the record and the outbox step are two transactions, record
-    /// first: a crash between them redelivers the request, which gets the recorded answer. On
-    /// PostgreSQL, register the handler as `orchestrator_postgres::PgStore::transactional(handler)`
-    /// with [`NodeBuilder::service`] instead: it records its answer in the transaction that
-    /// settles its delivery on the store's queue (one commit with the ack and its products), and
-    /// the database writes it makes in that transaction are applied exactly once.
+    /// The answer is recorded once the handler returned, with or before the settlement of its
+    /// delivery, so a process that dies between the handler's effect and the record runs the
+    /// handler again on the redelivery: an effect outside the store needs its own idempotency
+    /// key to be applied once. Where the record goes:
+    ///
+    /// * on a durable node whose store is the transport's queue (PostgreSQL's store and queue),
+    ///   the record settles the delivery with the answer's events in the same statement (the
+    ///   ack then has nothing left to do);
+    /// * on a durable node over a store that is its own outbox but not the transport's queue
+    ///   (SQLite), the record and the outbox step are two transactions, record first: a crash
+    ///   between them redelivers the request, which gets the recorded answer;
+    /// * elsewhere, the record comes before the transport's ack: a crash between them, the same.
+    ///
+    /// On PostgreSQL, a handler whose effects are database writes can make them in the
+    /// transaction that records its answer and settles its delivery: register
+    /// `orchestrator_postgres::PgStore::transactional(handler)` with [`NodeBuilder::service`]
+    /// instead. Those writes are then applied exactly once.
     ///
     /// [`NodeBuilder::build`] fails with [`NodeError::NoAnswers`] when the store keeps no
     /// answers.
