@@ -58,6 +58,13 @@ pub enum PgError {
         /// The event's id.
         event_id: String,
     },
+    /// A row that was there a moment ago is gone (deleted meanwhile): trying again sees where
+    /// things stand now.
+    #[error("{what} was deleted while it was being read")]
+    Vanished {
+        /// What.
+        what: &'static str,
+    },
     /// A stored number is out of range.
     #[error("invalid {what}: {value}")]
     Invalid {
@@ -74,7 +81,7 @@ impl PgError {
     pub fn is_transient(&self) -> bool {
         match self {
             Self::Postgres(e) => postgres_is_transient(e),
-            Self::Pool(_) | Self::CommittersStopped | Self::Unanswered(_) => true,
+            Self::Pool(_) | Self::CommittersStopped | Self::Unanswered(_) | Self::Vanished { .. } => true,
             Self::Codec { .. } | Self::Invalid { .. } | Self::ClaimLost { .. } => false,
         }
     }

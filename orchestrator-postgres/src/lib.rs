@@ -11,6 +11,10 @@
 //!   record, the journal entry and the events it produced in **one transaction**, and each
 //!   service's ack settles its event and queues its products in one transaction. Several
 //!   processes running nodes on one schema share the work (see [`queue`]).
+//! * [`PgStore`] keeps recorded [`Answers`](orchestrator::memory::Answers) (table `answers`) for
+//!   idempotent services, and runs **transactional handlers** ([`PgStore::transactional`]) whose
+//!   database writes commit with their answer and their delivery's settlement, exactly once per
+//!   request (see [`effects`]).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -148,6 +152,8 @@
 //! # }
 //! ```
 
+mod answers;
+pub mod effects;
 mod error;
 mod group;
 mod queries;

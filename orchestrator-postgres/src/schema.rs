@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this crate writes and reads. A database at a newer version is refused
 /// with [`OpenError::NewerSchema`].
-pub const SCHEMA_VERSION: i32 = 7;
+pub const SCHEMA_VERSION: i32 = 8;
 
 /// The migrations, in order: entry `i` brings the schema from version `i` to `i + 1`. `{s}` is
 /// replaced by the quoted schema name.
@@ -642,6 +642,48 @@ const MIGRATIONS: &[&str] = &[
          recorded_at timestamptz NOT NULL DEFAULT now(),
          PRIMARY KEY (kind, name, version)
      );",
+    // 8: recorded answers (`orchestrator::memory::Answers`): what a service answered to each
+    // request, by the service's topic and the request's source and id; the first record wins.
+    // `answer_ack` records an answer and, given the claim of the request's delivery, settles it
+    // with the products, in one transaction (the caller's: a transactional handler's, with its
+    // own writes; or the statement's own). It returns 0 when the answer was recorded (and the
+    // delivery settled, given a claim), 1 when it was recorded but the claim is lost (nothing
+    // settled), 2 when an answer was recorded already (nothing changed).
+    "CREATE TABLE {s}.answers (
+         service text NOT NULL,
+         source text NOT NULL,
+         id text NOT NULL,
+         produced text NOT NULL,
+         recorded_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (service, source, id)
+     );
+     CREATE FUNCTION {s}.answer_ack(p_service TEXT, p_source TEXT, p_id TEXT, p_produced TEXT,
+                                    p_seq BIGINT, p_token BIGINT, p_topics TEXT[],
+                                    p_subjects TEXT[], p_ids TEXT[], p_events TEXT[])
+     RETURNS INTEGER LANGUAGE plpgsql AS $fn$
+     BEGIN
+         INSERT INTO {s}.answers (service, source, id, produced)
+         VALUES (p_service, p_source, p_id, p_produced) ON CONFLICT DO NOTHING;
+         IF NOT FOUND THEN
+             RETURN 2;
+         END IF;
+         IF p_seq IS NULL THEN
+             RETURN 0;
+         END IF;
+         DELETE FROM {s}.queue q WHERE q.seq = p_seq AND q.token = p_token;
+         IF NOT FOUND THEN
+             RETURN 1;
+         END IF;
+         IF cardinality(p_ids) > 0 THEN
+             INSERT INTO {s}.queue (topic, subject, event_id, event)
+             SELECT t.topic, t.subject, t.id, t.ev
+             FROM unnest(p_topics, p_subjects, p_ids, p_events)
+                 WITH ORDINALITY AS t(topic, subject, id, ev, ord)
+             ORDER BY t.ord
+             ON CONFLICT (event_id) DO NOTHING;
+         END IF;
+         RETURN 0;
+     END $fn$;",
 ];
 
 // One migration per version: a migration appended without bumping the version (or the

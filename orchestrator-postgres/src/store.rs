@@ -120,11 +120,15 @@ fn to_i64(id: &str, what: &'static str, v: u64) -> Result<i64, MemoryError> {
     i64::try_from(v).map_err(|_| backend(id, PgError::Invalid { what, value: i64::MAX }))
 }
 
-fn encode<T: Serialize + ?Sized>(id: &str, what: &'static str, value: &T) -> Result<String, MemoryError> {
+pub(crate) fn encode<T: Serialize + ?Sized>(
+    id: &str,
+    what: &'static str,
+    value: &T,
+) -> Result<String, MemoryError> {
     serde_json::to_string(value).map_err(|source| backend(id, PgError::Codec { what, source }))
 }
 
-fn decode<T: DeserializeOwned>(id: &str, what: &'static str, raw: &str) -> Result<T, MemoryError> {
+pub(crate) fn decode<T: DeserializeOwned>(id: &str, what: &'static str, raw: &str) -> Result<T, MemoryError> {
     serde_json::from_str(raw).map_err(|source| backend(id, PgError::Codec { what, source }))
 }
 
@@ -214,16 +218,22 @@ impl<R> PgStore<R> {
         ))
     }
 
+    /// The connection pool, the quoted schema name and the signals shared with the queues: what
+    /// a transactional handler needs (see [`crate::effects`]).
+    pub(crate) fn parts(&self) -> (Pool, Arc<str>, Arc<Signals>) {
+        (self.pool.clone(), Arc::clone(&self.schema), Arc::clone(&self.wake))
+    }
+
     /// The statement `template` for this store's schema.
     fn sql(&self, template: &str) -> String {
         template.replace("{s}", &self.schema)
     }
 
-    async fn client(&self, id: &str) -> Result<deadpool_postgres::Object, MemoryError> {
+    pub(crate) async fn client(&self, id: &str) -> Result<deadpool_postgres::Object, MemoryError> {
         self.pool.get().await.map_err(|e| backend(id, PgError::from(e)))
     }
 
-    async fn query<C: GenericClient>(
+    pub(crate) async fn query<C: GenericClient>(
         &self,
         client: &C,
         id: &str,
@@ -338,6 +348,10 @@ where
     R: Serialize + DeserializeOwned + Send + Sync + 'static,
 {
     fn catalog(&self) -> Option<&dyn DynCatalog> {
+        Some(self)
+    }
+
+    fn answers(&self) -> Option<&dyn orchestrator::memory::DynAnswers> {
         Some(self)
     }
 

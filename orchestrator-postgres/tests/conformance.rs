@@ -53,3 +53,11 @@ async fn catalog_conformance() {
     testing::catalog(|s: Settings| schemas.open::<String>(&url, s.lease_ttl, s.retention)).await;
     schemas.drop_all(&url).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_conformance() {
+    let Some(url) = database_url() else { return };
+    let schemas = Schemas::default();
+    testing::answers(|s: Settings| schemas.open::<String>(&url, s.lease_ttl, s.retention)).await;
+    schemas.drop_all(&url).await;
+}

@@ -107,6 +107,7 @@
 //! # }
 //! ```
 
+mod answers;
 mod cache;
 mod catalog;
 mod checkpoint;

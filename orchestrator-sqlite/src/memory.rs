@@ -25,6 +25,10 @@ where
         Some(self)
     }
 
+    fn answers(&self) -> Option<&dyn orchestrator::memory::DynAnswers> {
+        Some(self)
+    }
+
     async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
         check_id(id)?;
         read(&self.readers, id, |conn, id| reads::record(conn, id, Tables::Live)).await

@@ -191,8 +191,21 @@ CREATE TABLE catalog (
 ) WITHOUT ROWID;
 ";
 
+/// Version 8: recorded answers, what idempotent services answered to each request, by the
+/// service's topic and the request's source and id (see [`orchestrator::memory::Answers`]).
+const V8: &str = "
+CREATE TABLE answers (
+    service TEXT NOT NULL,
+    source TEXT NOT NULL,
+    id TEXT NOT NULL,
+    produced TEXT NOT NULL,
+    recorded_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (service, source, id)
+) WITHOUT ROWID;
+";
+
 /// The migration steps, oldest first: step `i` leads to version `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// After [`V6`]: each existing workflow's root (up its parents to the last one stored, or the
 /// first one missing) and its subject's columns (when its id is an orchestration subject).

@@ -109,3 +109,10 @@ async fn its_catalog_conforms() {
     let dir = temp_dir();
     testing::catalog(factory(&dir, Synchronous::Full)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn its_answers_conform() {
+    let _serial = SERIAL.lock().await;
+    let dir = temp_dir();
+    testing::answers(factory(&dir, Synchronous::Full)).await;
+}

@@ -33,6 +33,8 @@ macro_rules! workflow_filter {
 
 mod ack;
 mod acquire;
+mod answer;
+mod answer_ack;
 mod catalog_list;
 mod catalog_record;
 mod children;
@@ -72,6 +74,8 @@ mod unlock;
 
 pub(crate) use ack::ACK;
 pub(crate) use acquire::ACQUIRE;
+pub(crate) use answer::ANSWER;
+pub(crate) use answer_ack::ANSWER_ACK;
 pub(crate) use catalog_list::CATALOG_LIST;
 pub(crate) use catalog_record::CATALOG_RECORD;
 pub(crate) use children::CHILDREN;

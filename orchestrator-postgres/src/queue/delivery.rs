@@ -7,7 +7,7 @@ use orchestrator::event::Event;
 use orchestrator::transport::{Delivery, TransportError};
 
 use super::shared::{ClaimRead, Claimed, Lane, Shared, columns, ms_i64, transport_error};
-use super::signals::Looked;
+use super::signals::{Claim, Looked};
 use crate::error::PgError;
 use crate::group::Param;
 use crate::queries as q;
@@ -65,6 +65,13 @@ impl PgDelivery {
                         shared.wake.looked(&row.subject, event.id(), looked);
                     }
                 }
+                let claim = Claim {
+                    source: event.source().to_owned(),
+                    topic: row.topic.clone(),
+                    seq: row.seq,
+                    token: row.token,
+                };
+                shared.wake.claimed(event.id(), claim);
                 Self {
                     shared: Arc::clone(shared),
                     seq: row.seq,
@@ -194,6 +201,7 @@ async fn dead_letter(shared: &Shared, row: &Claimed, attempt: u32, reason: &str)
 impl Drop for PgDelivery {
     fn drop(&mut self) {
         self.shared.wake.forget_looked(&self.subject, self.event.id());
+        self.shared.wake.unclaimed(self.event.id(), self.token);
         if self.settled || tokio::runtime::Handle::try_current().is_err() {
             return;
         }

@@ -44,6 +44,20 @@ pub(crate) struct Signals {
     settled: Mutex<HashSet<String>>,
     /// Reads made by claims, by `(workflow, event id)`, for the steps of their deliveries.
     looked: Mutex<HashMap<(String, String), Looked>>,
+    /// The claims of this process's unsettled deliveries, by event id, for the transactions of
+    /// transactional handlers (see [`Signals::claim_of`]).
+    claims: Mutex<HashMap<String, Claim>>,
+}
+
+/// The claim of a delivery: its row's position and its claim's token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Claim {
+    /// The event's source (with its id, the event's identity).
+    pub(crate) source: String,
+    /// The topic it was delivered to (the handler's).
+    pub(crate) topic: String,
+    pub(crate) seq: i64,
+    pub(crate) token: i64,
 }
 
 impl Signals {
@@ -114,6 +128,29 @@ impl Signals {
         let mut map = self.looked.lock().unwrap_or_else(PoisonError::into_inner);
         if !map.is_empty() {
             map.remove(&(id.to_owned(), event_id.to_owned()));
+        }
+    }
+
+    /// A delivery of event `event_id` holds `claim` until it ends ([`Signals::unclaimed`]). The
+    /// queue has one row per event id, so one claim per id is current; a later claim of the same
+    /// row (the first lapsed) replaces it.
+    pub(crate) fn claimed(&self, event_id: &str, claim: Claim) {
+        self.claims.lock().unwrap_or_else(PoisonError::into_inner).insert(event_id.to_owned(), claim);
+    }
+
+    /// The current claim of this process on event `(source, event_id)` delivered to `topic`, if one
+    /// of its deliveries holds it: a transactional handler settles it in its own transaction. A claim that lapsed
+    /// meanwhile is refused by the settlement (its token no longer matches), never applied twice.
+    pub(crate) fn claim_of(&self, topic: &str, source: &str, event_id: &str) -> Option<Claim> {
+        let claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
+        claims.get(event_id).filter(|c| c.source == source && c.topic == topic).cloned()
+    }
+
+    /// The delivery holding claim `token` on event `event_id` ended.
+    pub(crate) fn unclaimed(&self, event_id: &str, token: i64) {
+        let mut claims = self.claims.lock().unwrap_or_else(PoisonError::into_inner);
+        if claims.get(event_id).is_some_and(|c| c.token == token) {
+            claims.remove(event_id);
         }
     }
 

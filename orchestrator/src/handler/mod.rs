@@ -11,12 +11,17 @@
 //!   `sys.<type>.error` events among the produced events.
 //!
 //! Implementations: [`ServiceHandler`] ([`service`]), the stateless contract-bound handler.
+//! [`Answered`] wraps a handler so that its answer to each request is recorded and a redelivered
+//! request gets it again without the handler running twice.
 
+mod answered;
 mod dynamic;
 pub mod service;
 
 use std::future::Future;
 
+pub use answered::Answered;
+pub(crate) use answered::MemoryAnswers;
 pub use dynamic::DynEventHandler;
 pub use service::{Emissions, Emit, ServiceHandler, ServiceHandlerBuilder, ServiceInput};
 

@@ -6,13 +6,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use super::answers::AnswerMap;
 use super::catalog::CatalogMap;
 use super::{
     Acquired, Commit, EventKey, Journal, JournalRecord, Lease, Materialized, Memory, MemoryError, Page,
     Retention, Stored, SubjectColumns, Wake, WorkflowFilter, WorkflowIndex, WorkflowState, WorkflowSummary,
     check_id,
 };
-use super::{Catalog, Definition, DynCatalog, Recorded};
+use super::{AnswerKey, Answers, Catalog, Definition, DynAnswers, DynCatalog, Recorded};
 use crate::clock::{Clock, SystemClock};
 use crate::event::Event;
 
@@ -195,6 +196,8 @@ pub struct InMemory<R> {
     clock: Arc<dyn Clock>,
     /// What nodes recorded of their workflows.
     catalog: CatalogMap,
+    /// What idempotent services answered.
+    answers: AnswerMap,
 }
 
 impl<R> Default for InMemory<R> {
@@ -220,6 +223,7 @@ impl<R> InMemory<R> {
             config,
             clock: Arc::new(SystemClock),
             catalog: CatalogMap::default(),
+            answers: AnswerMap::default(),
         }
     }
 
@@ -392,8 +396,22 @@ impl<R: Send + Sync> Catalog for InMemory<R> {
     }
 }
 
+impl<R: Send + Sync> Answers for InMemory<R> {
+    async fn answer(&self, key: AnswerKey<'_>) -> Result<Option<Vec<Event>>, MemoryError> {
+        Ok(self.answers.get(key))
+    }
+
+    async fn record_answer(&self, key: AnswerKey<'_>, produced: &[Event]) -> Result<Vec<Event>, MemoryError> {
+        Ok(self.answers.record(key, produced))
+    }
+}
+
 impl<R: Clone + Send + Sync + 'static> Memory<R> for InMemory<R> {
     fn catalog(&self) -> Option<&dyn DynCatalog> {
+        Some(self)
+    }
+
+    fn answers(&self) -> Option<&dyn DynAnswers> {
         Some(self)
     }
 
@@ -678,6 +696,7 @@ mod tests {
         crate::memory::testing::journal(|s| fast(s.lease_ttl, s.retention)).await;
         crate::memory::testing::index(|s| fast(s.lease_ttl, s.retention)).await;
         crate::memory::testing::catalog(|s| fast(s.lease_ttl, s.retention)).await;
+        crate::memory::testing::answers(|s| fast(s.lease_ttl, s.retention)).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -33,6 +33,7 @@
 //! `testing::conformance`, the suite every backend must pass (and `testing::index`, the
 //! workflow index's).
 
+mod answers;
 mod catalog;
 mod dynamic;
 mod in_memory;
@@ -47,6 +48,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::event::Event;
 
+pub use answers::{AnswerKey, Answers, DynAnswers};
 pub use catalog::{Catalog, Definition, DefinitionKind, DynCatalog, Recorded};
 pub use in_memory::{InMemory, InMemoryConfig};
 pub use index::{
@@ -364,6 +366,14 @@ macro_rules! memory_trait {
             fn catalog(&self) -> Option<&dyn DynCatalog> {
                 None
             }
+
+            /// The store's recorded [`Answers`], when it keeps them: a
+            /// [`Node`](crate::runtime::Node) looks up and records there the answers of its
+            /// [idempotent services](crate::runtime::NodeBuilder::idempotent_service). `None`
+            /// (the default): the store keeps none.
+            fn answers(&self) -> Option<&dyn DynAnswers> {
+                None
+            }
         }
 
         /// Object-safe [`Memory`]: every [`Memory`] is a `DynMemory`, and
@@ -383,6 +393,8 @@ macro_rules! memory_trait {
             )*
             /// See [`Memory::catalog`].
             fn catalog_dyn(&self) -> Option<&dyn DynCatalog>;
+            /// See [`Memory::answers`].
+            fn answers_dyn(&self) -> Option<&dyn DynAnswers>;
         }
 
         impl<R: Send + Sync + 'static, M: Memory<R>> DynMemory<R> for M {
@@ -393,6 +405,9 @@ macro_rules! memory_trait {
             )*
             fn catalog_dyn(&self) -> Option<&dyn DynCatalog> {
                 self.catalog()
+            }
+            fn answers_dyn(&self) -> Option<&dyn DynAnswers> {
+                self.answers()
             }
         }
 
@@ -408,6 +423,9 @@ macro_rules! memory_trait {
             fn catalog(&self) -> Option<&dyn DynCatalog> {
                 (**self).catalog_dyn()
             }
+            fn answers(&self) -> Option<&dyn DynAnswers> {
+                (**self).answers_dyn()
+            }
         }
 
         impl<R: Send + Sync + 'static, M: Memory<R>> Memory<R> for Arc<M> {
@@ -419,6 +437,9 @@ macro_rules! memory_trait {
             )*
             fn catalog(&self) -> Option<&dyn DynCatalog> {
                 (**self).catalog()
+            }
+            fn answers(&self) -> Option<&dyn DynAnswers> {
+                (**self).answers()
             }
         }
     };

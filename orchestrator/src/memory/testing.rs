@@ -824,6 +824,82 @@ where
     assert_eq!(listed[1].definition, first[2], "the others stay");
 }
 
+/// The recorded answers' suite: a fresh store has none and says it keeps them
+/// ([`Memory::answers`]); a recorded answer reads back exactly (same ids, times, payloads, in
+/// order; an empty answer is an answer, not none); the first record wins (a second one returns
+/// the first answer, also through [`super::DynAnswers`]); the service, the request's source and
+/// its id each tell answers apart; keys with unicode, quotes and backslashes round-trip; of many
+/// concurrent records of one key, every caller gets the one answer that is kept.
+pub async fn answers<M, F>(make: F)
+where
+    M: Memory<String> + super::Answers + 'static,
+    F: Fn(Settings) -> M,
+{
+    use super::AnswerKey;
+    let m = Arc::new(make(Settings { lease_ttl: Duration::from_secs(60), retention: Retention::Keep }));
+    let key = |service, source, id| AnswerKey { service, source, id };
+    let pay = key("com.shop.pay", "com.shop.client", "req-1");
+    assert!(m.answers().is_some(), "the store says it keeps answers");
+    assert_eq!(m.answer(pay).await.expect("answer"), None, "a new store has no answer");
+
+    let reply = |id: &str, n: i64| {
+        Event::builder()
+            .id(id)
+            .source("com.shop.pay")
+            .r#type("evt.shop.pay.success")
+            .subject("s-1")
+            .to("com.shop.client")
+            .data_json(serde_json::json!({"n": n, "note": "café ✓ \"quoted\" \\ back"}))
+            .build()
+            .expect("a valid event")
+    };
+    let first = vec![reply("r-1", 1), reply("r-2", 2)];
+    let recorded = m.record_answer(pay, &first).await.expect("record");
+    assert_eq!(recorded, first, "the first record is the answer");
+    assert_eq!(m.answer(pay).await.expect("answer"), Some(first.clone()), "it reads back exactly, in order");
+
+    let dynamic = m.answers().expect("answers");
+    let again = dynamic.record_answer_dyn(pay, &[reply("r-3", 3)]).await.expect("record again");
+    assert_eq!(again, first, "the first record wins: a second returns the first answer");
+    assert_eq!(dynamic.answer_dyn(pay).await.expect("answer"), Some(first.clone()), "and keeps it");
+
+    for other in [
+        key("com.shop.refund", "com.shop.client", "req-1"),
+        key("com.shop.pay", "com.shop.other", "req-1"),
+        key("com.shop.pay", "com.shop.client", "req-2"),
+    ] {
+        assert_eq!(
+            m.answer(other).await.expect("answer"),
+            None,
+            "service, source and id each count: {other:?}"
+        );
+    }
+
+    let empty = key("com.shop.pay", "com.shop.client", "req-empty");
+    assert_eq!(m.record_answer(empty, &[]).await.expect("record"), Vec::<Event>::new());
+    assert_eq!(m.answer(empty).await.expect("answer"), Some(Vec::new()), "an empty answer is an answer");
+
+    let odd = key("svc ✓ 'q' \"d\"", "src\\back%_", "id; DROP TABLE answers; --");
+    m.record_answer(odd, &first[..1]).await.expect("record");
+    assert_eq!(m.answer(odd).await.expect("answer"), Some(first[..1].to_vec()), "odd keys round-trip");
+
+    let mut racing = Vec::new();
+    for n in 0..8_i64 {
+        let m = Arc::clone(&m);
+        racing.push(tokio::spawn(async move {
+            let key = AnswerKey { service: "com.shop.pay", source: "com.shop.client", id: "req-race" };
+            m.record_answer(key, &[reply(&format!("race-{n}"), n)]).await.expect("record")
+        }));
+    }
+    let mut answers = Vec::new();
+    for task in racing {
+        answers.push(task.await.expect("a record task"));
+    }
+    let kept = m.answer(key("com.shop.pay", "com.shop.client", "req-race")).await.expect("answer");
+    assert!(kept.is_some(), "one of the racing answers is kept");
+    assert!(answers.iter().all(|a| Some(a) == kept.as_ref()), "every racing caller gets the answer kept");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 pub use in_memory::InMemoryOutbox;
+pub(crate) use outboxed::Unsettled;
 pub use outboxed::{Outboxed, UNSETTLED_CAPACITY};
 pub use recovery::{RecoveryError, in_flight, publish, redeliver};
 

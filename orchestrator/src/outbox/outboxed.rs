@@ -74,7 +74,7 @@ pub const UNSETTLED_CAPACITY: usize = 10_000;
 /// The events produced for consumed events whose outbox step failed, by the consumed event's
 /// `(source, id)`, oldest first.
 #[derive(Debug, Default)]
-struct Unsettled(Mutex<UnsettledInner>);
+pub(crate) struct Unsettled(Mutex<UnsettledInner>);
 
 #[derive(Debug, Default)]
 struct UnsettledInner {
@@ -83,14 +83,14 @@ struct UnsettledInner {
 }
 
 impl Unsettled {
-    fn take(&self, key: &(String, String)) -> Option<Vec<Event>> {
+    pub(crate) fn take(&self, key: &(String, String)) -> Option<Vec<Event>> {
         let mut inner = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let produced = inner.produced.remove(key)?;
         inner.order.retain(|k| k != key);
         Some(produced)
     }
 
-    fn keep(&self, key: (String, String), produced: Vec<Event>) {
+    pub(crate) fn keep(&self, key: (String, String), produced: Vec<Event>) {
         let mut inner = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         if inner.produced.insert(key.clone(), produced).is_none() {
             inner.order.push_back(key);

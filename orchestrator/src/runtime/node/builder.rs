@@ -8,7 +8,7 @@ use super::clients::{ClientSink, Completions};
 use super::{MissingService, Node, NodeError};
 use crate::contract::VersionedContract;
 use crate::event::Event;
-use crate::handler::{DynEventHandler, EventHandler};
+use crate::handler::{Answered, DynEventHandler, EventHandler, MemoryAnswers};
 use crate::memory::{Definition, Memory};
 use crate::orchestration::timers::Timers;
 use crate::orchestration::{Locking, OrchestratorBuilder, ResumableBuilder, WorkflowRecord};
@@ -72,6 +72,8 @@ pub struct NodeBuilder<M, T> {
     subscribe_all: bool,
     outbox: Option<Arc<dyn DynOutbox>>,
     services: Vec<Arc<dyn DynEventHandler>>,
+    /// The topics of the services whose answers are recorded.
+    answered: Vec<String>,
     workflows: Vec<Workflow>,
     remote: Vec<String>,
     clients: Vec<String>,
@@ -106,6 +108,7 @@ impl<M: Memory<WorkflowRecord> + 'static> NodeBuilder<M, InProcessTransport> {
             subscribe_all: true,
             outbox: None,
             services: Vec::new(),
+            answered: Vec::new(),
             workflows: Vec::new(),
             remote: Vec::new(),
             clients: Vec::new(),
@@ -140,6 +143,7 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             subscribe_all: false,
             outbox: self.outbox,
             services: self.services,
+            answered: self.answered,
             workflows: self.workflows,
             remote: self.remote,
             clients: self.clients,
@@ -185,6 +189,87 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     /// Registers a service handler on its topic ([`EventHandler::source`]).
     pub fn service(mut self, handler: impl EventHandler) -> Self {
         self.services.push(Arc::new(handler));
+        self
+    }
+
+    /// Registers a service handler on its topic, like [`NodeBuilder::service`], whose answer to
+    /// each request is recorded in the store ([`Memory::answers`]) under the handler's topic and
+    /// the request's `(source, id)`: a request delivered again (after a crash, a lapsed claim, a
+    /// lost ack, or published twice) gets the recorded answer, the same events with the same
+    /// ids, without the handler running again ([`Answered`] says how, and what is guaranteed).
+    ///
+    /// The answer is recorded once the handler returned, with or before the settlement of its
+    /// delivery, so a process that dies between the handler's effect and the record runs the
+    /// handler again on the redelivery: an effect outside the store needs its own idempotency
+    /// key to be applied once. Where the record goes:
+    ///
+    /// * on a durable node whose store is the transport's queue (PostgreSQL's store and queue),
+    ///   the record settles the delivery with the answer's events in the same statement (the
+    ///   ack then has nothing left to do);
+    /// * on a durable node over a store that is its own outbox but not the transport's queue
+    ///   (SQLite), the record and the outbox step are two transactions, record first: a crash
+    ///   between them redelivers the request, which gets the recorded answer;
+    /// * elsewhere, the record comes before the transport's ack: a crash between them, the same.
+    ///
+    /// On PostgreSQL, a handler whose effects are database writes can make them in the
+    /// transaction that records its answer and settles its delivery: register
+    /// `orchestrator_postgres::PgStore::transactional(handler)` with [`NodeBuilder::service`]
+    /// instead. Those writes are then applied exactly once.
+    ///
+    /// [`NodeBuilder::build`] fails with [`NodeError::NoAnswers`] when the store keeps no
+    /// answers.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap().block_on(async {
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
+    /// use orchestrator::transport::Transport;
+    /// use orchestrator::memory::{AnswerKey, Answers, InMemory};
+    /// use orchestrator::orchestration::WorkflowRecord;
+    /// use orchestrator::prelude::*;
+    /// use orchestrator::runtime::Node;
+    /// # #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    /// # pub struct Charge { pub cents: u64 }
+    /// # #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+    /// # pub struct Receipt { pub charged: u64 }
+    /// # orchestrator::simple_contract! {
+    /// #     pub contract Pay { uri: "#/shop/pay", type: "shop.pay",
+    /// #         versions: { PayV1 = "1.0.0" { accepts: Charge, emits: Receipt } } }
+    /// # }
+    /// let charges = Arc::new(AtomicUsize::new(0));
+    /// let counted = Arc::clone(&charges);
+    /// let pay = ServiceHandler::<Pay>::builder()
+    ///     .version(move |input: ServiceInput<PayV1>| {
+    ///         let charges = Arc::clone(&counted);
+    ///         async move {
+    ///             charges.fetch_add(1, Ordering::Relaxed); // the card is charged here
+    ///             Ok(Emit::new(Receipt { charged: input.payload.cents }))
+    ///         }
+    ///     })
+    ///     .build()?;
+    /// let store = Arc::new(InMemory::<WorkflowRecord>::default());
+    /// let node = Node::builder(Arc::clone(&store))
+    ///     .idempotent_service(pay)
+    ///     .client("com.shop.client")
+    ///     .build()
+    ///     .await?;
+    /// let request = EventFactory::<PayV1>::new()
+    ///     .accepts(Charge { cents: 500 }, Event::builder().source("com.shop.client"))?;
+    /// // Delivered twice (a publisher's retry, a redelivery): charged once, answered twice alike.
+    /// node.transport().publish(vec![request.clone(), request.clone()]).await?;
+    /// # tokio::time::timeout(std::time::Duration::from_secs(10), node.transport().wait_idle()).await?;
+    /// node.shutdown().await;
+    /// assert_eq!(charges.load(Ordering::Relaxed), 1);
+    /// let answer = store.answer(AnswerKey::of("com.shop.pay", &request)).await?.expect("recorded");
+    /// assert_eq!(answer[0].data()["charged"], 500);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn idempotent_service(mut self, handler: impl EventHandler) -> Self {
+        self.answered.push(handler.source().to_owned());
+        let answers = MemoryAnswers::<M, WorkflowRecord>::new(Arc::clone(&self.store));
+        self.services.push(Arc::new(Answered::new(handler, answers)));
         self
     }
 
@@ -316,6 +401,11 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     /// transport holds, once the workers have made room for it), and the timers start.
     pub async fn build(self) -> Result<Node<M, T>, NodeError> {
         tokio::runtime::Handle::try_current().map_err(|_| NodeError::NoRuntime)?;
+        if let Some(topic) = self.answered.first()
+            && self.store.answers().is_none()
+        {
+            return Err(NodeError::NoAnswers { topic: topic.clone() });
+        }
         let outbox = self.outbox.clone();
         // The outbox is the transport's queue: what is in it is queued already, and a service's
         // ack settles its event and enqueues its products in one step, fenced by its claim.

@@ -62,6 +62,16 @@ pub enum NodeError {
         /// The topic.
         topic: String,
     },
+    /// A service is registered with
+    /// [`NodeBuilder::idempotent_service`](super::NodeBuilder::idempotent_service), but the
+    /// store keeps no answers ([`Memory::answers`](crate::memory::Memory::answers) is `None`).
+    #[error(
+        "service `{topic}` records its answers, but the store keeps none: use a store with answers (InMemory, SQLite, PostgreSQL) or register it with NodeBuilder::service"
+    )]
+    NoAnswers {
+        /// The service's topic.
+        topic: String,
+    },
     /// The worker pools could not start.
     #[error("worker pools: {0}")]
     Pool(#[from] crate::runtime::pool::PoolError),
