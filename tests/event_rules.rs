@@ -621,10 +621,11 @@ fn encode_uris_encodes_once() {
     // Idempotent: encoding the encoded event again changes nothing.
     let again = e.to_builder().encode_uris(true).build().unwrap();
     assert_eq!(again, e);
-    // Only URI-valued attributes are encoded.
+    // The URI-valued attributes and parentid are encoded (as arvo-core's createArvoEvent does),
+    // nothing else.
     let e = builder().accesscontrol("a b").parentid("p q").encode_uris(true).build().unwrap();
     assert_eq!(e.accesscontrol(), Some("a b"));
-    assert_eq!(e.parentid(), Some("p q"));
+    assert_eq!(e.parentid(), Some("p%20q"));
     // Without it, unencoded values are rejected, not silently encoded.
     rejected("no encoding", builder().source("a b").build(), "source", Some(&s("a b")));
 }

@@ -14,7 +14,9 @@ use crate::uri;
 /// `datacontenttype` = Arvo's content type, `to` = the event type.
 ///
 /// URI-valued fields (`source`, `subject`, `to`, `redirectto`, `dataschema`) must be properly
-/// encoded; [`EventBuilder::encode_uris`] makes the builder encode them, at most once.
+/// encoded; [`EventBuilder::encode_uris`] makes the builder encode them, at most once, and
+/// `parentid` with them (as arvo-core's `createArvoEvent` does; a `parentid` is not required to
+/// be a URI).
 ///
 /// ```
 /// use orchestrator::event::Event;
@@ -168,8 +170,9 @@ impl EventBuilder {
         self
     }
 
-    /// Percent-encodes URI-valued fields that are not already valid encoded URIs (arvo-core's
-    /// `createArvoEvent` behaviour, without its double encoding).
+    /// Percent-encodes `source`, `subject`, `to`, `redirectto`, `dataschema` and `parentid` where
+    /// they are not already valid encoded URIs (arvo-core's `createArvoEvent` behaviour, without
+    /// its double encoding).
     #[inline]
     pub fn encode_uris(mut self, yes: bool) -> Self {
         self.encode_uris = yes;
@@ -252,7 +255,7 @@ impl EventBuilder {
             executionunits: self.executionunits,
             traceparent: self.traceparent,
             tracestate: self.tracestate,
-            parentid: self.parentid,
+            parentid: encode(self.parentid),
             domain: self.domain,
             ..Draft::default()
         };
@@ -327,6 +330,19 @@ mod tests {
         assert_eq!(e.source(), "x%20y");
         let err = base().subject("a b").build().unwrap_err();
         assert_eq!(err.field_errors()[0].field, "subject");
+    }
+
+    #[test]
+    fn encode_uris_encodes_parentid_like_the_other_uri_fields() {
+        // arvo-core's createArvoEvent runs encodeURI on parentid as on source, subject, to,
+        // redirectto and dataschema.
+        let e = base().parentid("req 1").redirectto("x y").encode_uris(true).build().unwrap();
+        assert_eq!(e.redirectto(), Some("x%20y"));
+        assert_eq!(e.parentid(), Some("req%201"));
+        let e = base().parentid("req%201").encode_uris(true).build().unwrap();
+        assert_eq!(e.parentid(), Some("req%201"), "encoded at most once");
+        let e = base().parentid("req 1").build().unwrap();
+        assert_eq!(e.parentid(), Some("req 1"), "not encoded unless asked");
     }
 
     #[test]
