@@ -11,7 +11,8 @@ use crate::uri;
 /// Builds an [`Event`], applying arvo-core's defaults and checking every rule.
 ///
 /// Defaults: `id` = a uuid v4, `time` = now in UTC, `specversion` = `1.0`,
-/// `datacontenttype` = Arvo's content type, `to` = the event type.
+/// `datacontenttype` = Arvo's content type, `to` = the event type (except in a copy,
+/// [`Event::to_builder`], of an event whose `to` is null: the copy keeps it null).
 ///
 /// URI-valued fields (`source`, `subject`, `to`, `redirectto`, `dataschema`) must be properly
 /// encoded; [`EventBuilder::encode_uris`] makes the builder encode them, at most once, and
@@ -51,6 +52,8 @@ pub struct EventBuilder {
     domain: Option<String>,
     extensions: Vec<(String, ExtensionValue)>,
     encode_uris: bool,
+    /// A copy of an event whose `to` is null ([`Event::to_builder`]): `to` gets no default.
+    keep_null_to: bool,
 }
 
 macro_rules! string_setters {
@@ -223,6 +226,7 @@ impl EventBuilder {
             domain: e.domain.clone(),
             extensions: e.extensions.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             encode_uris: false,
+            keep_null_to: e.to.is_none(),
         }
     }
 
@@ -243,7 +247,10 @@ impl EventBuilder {
             id: Some(self.id.unwrap_or_else(new_id)),
             source: encode(self.source),
             specversion: Some(SPEC_VERSION.to_owned()),
-            to: encode(self.to.or_else(|| self.r#type.clone())),
+            to: encode(match self.to {
+                None if self.keep_null_to => None,
+                to => to.or_else(|| self.r#type.clone()),
+            }),
             r#type: self.r#type,
             subject: encode(self.subject),
             datacontenttype: Some(self.datacontenttype.unwrap_or_else(|| ARVO_CONTENT_TYPE.to_owned())),
@@ -343,6 +350,21 @@ mod tests {
         assert_eq!(e.parentid(), Some("req%201"), "encoded at most once");
         let e = base().parentid("req 1").build().unwrap();
         assert_eq!(e.parentid(), Some("req 1"), "not encoded unless asked");
+    }
+
+    #[test]
+    fn to_builder_build_is_a_copy_even_with_a_null_to() {
+        // `to` may be null when the content type is not Arvo's; the copy keeps it null instead
+        // of defaulting it to the type.
+        let mut json = base().datacontenttype("application/json").build().unwrap().to_json_value();
+        json["to"] = Value::Null;
+        let e = Event::from_json_value(json).unwrap();
+        assert_eq!(e.to(), None);
+        let copy = e.to_builder().build().unwrap();
+        assert_eq!(copy, e);
+        assert_eq!(copy.to(), None);
+        // An explicit `to` on the copy is still honoured.
+        assert_eq!(e.to_builder().to("com.test.target").build().unwrap().to(), Some("com.test.target"));
     }
 
     #[test]
