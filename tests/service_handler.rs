@@ -170,6 +170,20 @@ fn dataschema_of_another_contract_is_a_contract_violation() {
     assert!(err.message().contains("#/calc/other"), "{err}");
 }
 
+/// `/1.0.0` and `1.0.0` name version 1.0.0 of the contract with the empty URI (arvo-core's
+/// `EventDataschemaUtil.parse`): a URI mismatch, not a missing dataschema (which would run the
+/// latest version).
+#[test]
+fn dataschema_with_an_empty_uri_is_a_uri_mismatch() {
+    for dataschema in ["/1.0.0", "1.0.0", "/2.0.0"] {
+        let event =
+            divide_event(Some(dataschema), json!({"numerator": 1.0, "denominator": 2.0, "precision": 1}));
+        let err = violation_kind(run(&services::divide().unwrap(), &event));
+        assert!(matches!(err, Violation::Contract { .. }), "{dataschema}: {err:?}");
+        assert!(err.message().starts_with("Contract URI mismatch"), "{dataschema}: {err}");
+    }
+}
+
 #[test]
 fn dataschema_selects_the_version() {
     let divide = services::divide().unwrap();
