@@ -546,3 +546,57 @@ async fn a_thousand_interleaved_workflows_complete_with_exact_results() {
     assert!(broker.take_dead_letters().is_empty());
     broker.shutdown().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Input validation: one rule and one wording for machines and resumables (Arvo's validateInput)
+
+/// Runs `event` through a machine orchestrator and a resumable of the same contract, both already
+/// holding the workflow of `init`, and returns both violations.
+async fn both_reject(init: &Event, event: &Event) -> (Violation, Violation) {
+    let machine = orchestrator::orchestration::Orchestrator::builder(fast_memory())
+        .machine::<orchestrator_examples::calculator::flows::AverageFlow>()
+        .build()
+        .unwrap();
+    let resumable = sequential(fast_memory(), Arc::default());
+    assert_eq!(machine.execute(init).await.unwrap()[0].r#type(), "com.calc.add");
+    assert_eq!(resumable.execute(init).await.unwrap()[0].r#type(), "com.calc.add");
+    let m = machine.execute(event).await.expect_err("the machine accepted it");
+    let r = resumable.execute(event).await.expect_err("the resumable accepted it");
+    (m, r)
+}
+
+const INPUT_FAILED: &str = "Input validation failed - Event data does not meet contract requirements: ";
+
+fn add_response(subject: &str, dataschema: Option<&str>, data: serde_json::Value) -> Event {
+    Event::builder()
+        .source("com.calc.add")
+        .r#type("evt.calc.add.success")
+        .subject(subject)
+        .dataschema_opt(dataschema)
+        .data_json(data)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn machines_and_resumables_word_an_invalid_payload_alike() {
+    let init = average_init(vec![1.0, 2.0]);
+    let bad_response = add_response(init.subject(), Some("#/calc/add/1.0.0"), json!({"sum": "three"}));
+    let (m, r) = both_reject(&init, &bad_response).await;
+    assert_eq!((m.kind(), r.kind()), ("Contract", "Contract"));
+    assert!(m.message().starts_with(INPUT_FAILED), "{m}");
+    assert_eq!(m.message(), r.message(), "one failure, one wording");
+    assert_eq!(m, r, "the same metadata too");
+
+    let bad_init = EventFactory::<AverageV1>::new()
+        .init(AverageInput { values: vec![1.0, 2.0] }, client())
+        .unwrap()
+        .to_json_value();
+    let mut bad_init = bad_init;
+    bad_init["data"]["values"] = json!([]);
+    let bad_init = Event::from_json_value(bad_init).unwrap();
+    let (m, r) = both_reject(&init, &bad_init).await;
+    assert_eq!((m.kind(), r.kind()), ("Contract", "Contract"));
+    assert!(m.message().starts_with(INPUT_FAILED), "{m}");
+    assert_eq!(m, r);
+}

@@ -285,7 +285,7 @@ impl VersionedContract {
             )));
         }
         self.check_dataschema(event)?;
-        self.check_data(accepts, event)
+        self.check_data(accepts, event).map_err(payload_failed)
     }
 
     /// Checks an event of an emitted (or system-error) type: its dataschema (when present) must name
@@ -300,7 +300,32 @@ impl VersionedContract {
             )));
         };
         self.check_dataschema(event)?;
-        self.check_data(schema, event)
+        self.check_data(schema, event).map_err(payload_failed)
+    }
+
+    /// Checks an event arriving at an orchestrator (a statechart machine or a resumable) that
+    /// this version declares: its init event (the accepted type) or a service's response or
+    /// system error (an emitted type). The dataschema, when present, must name this contract
+    /// and version (or the wildcard `0.0.0`) and the data must satisfy the type's schema.
+    ///
+    /// This is Arvo's orchestrator `validateInput`, and its one wording for machines and
+    /// resumables alike: a contract fault is a [`Violation::Contract`] whose message starts with
+    /// "Input validation failed - Event data does not meet contract requirements: ".
+    pub fn validate_orchestration_input(&self, event: &Event) -> Result<(), Violation> {
+        let Some(schema) = self.schema_for_type(event.r#type()) else {
+            return Err(Violation::contract(format!(
+                "{INPUT_VALIDATION_FAILED}contract (uri={}, version={}) has no event type '{}'",
+                self.uri(),
+                self.version_str(),
+                event.r#type()
+            )));
+        };
+        self.check_dataschema(event).and_then(|()| self.check_data(schema, event)).map_err(|v| match v {
+            Violation::Contract { message, metadata } => {
+                Violation::Contract { message: format!("{INPUT_VALIDATION_FAILED}{message}"), metadata }
+            }
+            other => other,
+        })
     }
 
     fn check_dataschema(&self, event: &Event) -> Result<(), Violation> {
@@ -326,10 +351,12 @@ impl VersionedContract {
         }
     }
 
+    /// The data against `schema`; the message says which event and what is wrong, and its
+    /// caller says what failed ([`payload_failed`] or an orchestrator's input validation).
     fn check_data(&self, schema: &EventSchema, event: &Event) -> Result<(), Violation> {
         schema.validate(event.data_value()).map_err(|errors| {
             Violation::contract(format!(
-                "Input event payload validation failed: event (id={}, type={}) does not match {}: {errors}",
+                "event (id={}, type={}) does not match {}: {errors}",
                 event.id(),
                 event.r#type(),
                 self.dataschema()
@@ -338,5 +365,22 @@ impl VersionedContract {
                 "errors": errors.errors.iter().map(|e| serde_json::json!({"path": e.path, "message": e.message})).collect::<Vec<_>>()
             }))
         })
+    }
+}
+
+/// The lead of an orchestrator's input-validation violation (Arvo's `ArvoOrchestrator` and
+/// `ArvoResumable` wording).
+const INPUT_VALIDATION_FAILED: &str =
+    "Input validation failed - Event data does not meet contract requirements: ";
+
+/// A handler's payload violation: "Input event payload validation failed: …" (Arvo's
+/// `ArvoEventHandler` wording).
+fn payload_failed(violation: Violation) -> Violation {
+    match violation {
+        Violation::Contract { message, metadata } => Violation::Contract {
+            message: format!("Input event payload validation failed: {message}"),
+            metadata,
+        },
+        other => other,
     }
 }

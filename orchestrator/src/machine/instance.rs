@@ -11,7 +11,6 @@ use serde_json::Value;
 
 use super::requests::{Requests, ServiceRequest};
 use super::traits::{Machine, MachineEvent};
-use crate::contract::ContractVersion;
 use crate::event::Event;
 use crate::violation::Violation;
 
@@ -156,11 +155,11 @@ impl<M: Machine> MachineInstance<M> {
         Self::start_inner(input, Some(subject.into()))
     }
 
-    /// Starts from a wire init event: validated against the self contract, subject taken from
-    /// the event.
+    /// Starts from a wire init event: validated against the self contract as every event
+    /// reaching the machine is (see [`Machine::decode`]), subject taken from the event.
     pub fn start_wire(event: &Event) -> Result<(Self, Vec<ServiceRequest>), MachineError> {
-        let init = <M::Contract as ContractVersion>::parse_accepts(event)?;
-        Self::start_inner(init.data, Some(event.subject().to_owned()))
+        let input = super::__private::decode_init::<M>(event)?;
+        Self::start_inner(input, Some(event.subject().to_owned()))
     }
 
     fn start_inner(
