@@ -600,3 +600,25 @@ async fn machines_and_resumables_word_an_invalid_payload_alike() {
     assert!(m.message().starts_with(INPUT_FAILED), "{m}");
     assert_eq!(m, r);
 }
+
+/// Arvo's validateInput: a dataschema naming another version of the right contract is INVALID,
+/// a contract violation (only the wildcard `0.0.0` stands for any version), for the init event
+/// and for a service's response alike.
+#[tokio::test]
+async fn a_version_mismatch_on_an_orchestrator_input_is_a_contract_violation() {
+    let init = average_init(vec![1.0, 2.0]);
+    let wrong_init = Event::from_json_value({
+        let mut v = average_init(vec![1.0, 2.0]).to_json_value();
+        v["dataschema"] = json!("#/orc/calc/average/9.9.9");
+        v
+    })
+    .unwrap();
+    let wrong_response = add_response(init.subject(), Some("#/calc/add/2.0.0"), json!({"sum": 3.0}));
+    for event in [&wrong_init, &wrong_response] {
+        let (m, r) = both_reject(&init, event).await;
+        assert_eq!((m.kind(), r.kind()), ("Contract", "Contract"), "{m} / {r}");
+        assert!(m.message().starts_with(INPUT_FAILED), "{m}");
+        assert!(m.message().contains("version"), "{m}");
+        assert_eq!(m, r);
+    }
+}

@@ -284,7 +284,7 @@ impl VersionedContract {
                 self.uri()
             )));
         }
-        self.check_dataschema(event)?;
+        self.check_dataschema(event, DataschemaRule::Handler)?;
         self.check_data(accepts, event).map_err(payload_failed)
     }
 
@@ -299,14 +299,15 @@ impl VersionedContract {
                 event.r#type()
             )));
         };
-        self.check_dataschema(event)?;
+        self.check_dataschema(event, DataschemaRule::Handler)?;
         self.check_data(schema, event).map_err(payload_failed)
     }
 
     /// Checks an event arriving at an orchestrator (a statechart machine or a resumable) that
     /// this version declares: its init event (the accepted type) or a service's response or
     /// system error (an emitted type). The dataschema, when present, must name this contract
-    /// and version (or the wildcard `0.0.0`) and the data must satisfy the type's schema.
+    /// and version (or the wildcard `0.0.0`; another version is a contract fault, unlike in
+    /// [`validate_accepts`](Self::validate_accepts)) and the data must satisfy the type's schema.
     ///
     /// This is Arvo's orchestrator `validateInput`, and its one wording for machines and
     /// resumables alike: a contract fault is a [`Violation::Contract`] whose message starts with
@@ -320,7 +321,10 @@ impl VersionedContract {
                 event.r#type()
             )));
         };
-        self.check_dataschema(event).and_then(|()| self.check_data(schema, event)).map_err(|v| match v {
+        let checked = self
+            .check_dataschema(event, DataschemaRule::Orchestration)
+            .and_then(|()| self.check_data(schema, event));
+        checked.map_err(|v| match v {
             Violation::Contract { message, metadata } => {
                 Violation::Contract { message: format!("{INPUT_VALIDATION_FAILED}{message}"), metadata }
             }
@@ -328,7 +332,7 @@ impl VersionedContract {
         })
     }
 
-    fn check_dataschema(&self, event: &Event) -> Result<(), Violation> {
+    fn check_dataschema(&self, event: &Event, rule: DataschemaRule) -> Result<(), Violation> {
         match resolve(event, [self]) {
             Resolution::Absent | Resolution::Exact(_) => Ok(()),
             Resolution::Invalid(ds) => Err(Violation::contract(format!(
@@ -342,12 +346,18 @@ impl VersionedContract {
                 self.uri()
             ))),
             Resolution::SameUri(_, parsed) if parsed.is_wildcard() => Ok(()),
-            Resolution::SameUri(_, parsed) => Err(Violation::config(format!(
-                "Invalid contract version: event (id={}) dataschema names version {}, expected {}",
-                event.id(),
-                parsed.version,
-                self.version_str()
-            ))),
+            Resolution::SameUri(_, parsed) => {
+                let message = format!(
+                    "Invalid contract version: event (id={}) dataschema names version {}, expected {}",
+                    event.id(),
+                    parsed.version,
+                    self.version_str()
+                );
+                Err(match rule {
+                    DataschemaRule::Handler => Violation::config(message),
+                    DataschemaRule::Orchestration => Violation::contract(message),
+                })
+            }
         }
     }
 
@@ -366,6 +376,17 @@ impl VersionedContract {
             }))
         })
     }
+}
+
+/// Which of Arvo's two dataschema rules checks an incoming event.
+#[derive(Debug, Clone, Copy)]
+enum DataschemaRule {
+    /// A service handler's (`ArvoEventHandler`): a version the contract does not have is a
+    /// [`Violation::Config`].
+    Handler,
+    /// An orchestrator's (`validateInput` of `ArvoOrchestrator` and `ArvoResumable`): any
+    /// mismatch is INVALID, a [`Violation::Contract`].
+    Orchestration,
 }
 
 /// The lead of an orchestrator's input-validation violation (Arvo's `ArvoOrchestrator` and
