@@ -620,6 +620,7 @@ async fn contract_violations_leave_memory_untouched() {
     // Invalid init data.
     let bad_init = client()
         .r#type(AVG)
+        .dataschema("#/orc/calc/average/1.0.0")
         .orchestration_subject(&Subject::builder(AVG, "1.0.0", CLIENT).build().unwrap())
         .data_json(json!({"parentSubject$$": null, "values": []}))
         .build()

@@ -404,6 +404,7 @@ async fn invalid_and_unknown_events_are_violations_and_persist_nothing() {
     assert!(err.message().starts_with("Contract validation failed"), "{err}");
     let bad_init = client()
         .r#type(AVG)
+        .dataschema("#/orc/calc/average/1.0.0")
         .orchestration_subject(&Subject::builder(AVG, "1.0.0", CLIENT).build().unwrap())
         .data_json(json!({"parentSubject$$": null, "values": []}))
         .build()
@@ -619,6 +620,22 @@ async fn a_version_mismatch_on_an_orchestrator_input_is_a_contract_violation() {
         assert_eq!((m.kind(), r.kind()), ("Contract", "Contract"), "{m} / {r}");
         assert!(m.message().starts_with(INPUT_FAILED), "{m}");
         assert!(m.message().contains("version"), "{m}");
+        assert_eq!(m, r);
+    }
+}
+
+/// Arvo's validateInput requires a dataschema on every orchestrator input (an init event or a
+/// service's response): without one the event is INVALID, a contract violation.
+#[tokio::test]
+async fn an_orchestrator_input_without_a_dataschema_is_a_contract_violation() {
+    let init = average_init(vec![1.0, 2.0]);
+    let bare_init = average_init(vec![1.0, 2.0]).to_builder().dataschema_opt(None::<String>).build().unwrap();
+    let bare_response = add_response(init.subject(), None, json!({"sum": 3.0}));
+    for event in [&bare_init, &bare_response] {
+        let (m, r) = both_reject(&init, event).await;
+        assert_eq!((m.kind(), r.kind()), ("Contract", "Contract"), "{m} / {r}");
+        assert!(m.message().starts_with(INPUT_FAILED), "{m}");
+        assert!(m.message().contains("dataschema"), "{m}");
         assert_eq!(m, r);
     }
 }

@@ -305,9 +305,10 @@ impl VersionedContract {
 
     /// Checks an event arriving at an orchestrator (a statechart machine or a resumable) that
     /// this version declares: its init event (the accepted type) or a service's response or
-    /// system error (an emitted type). The dataschema, when present, must name this contract
-    /// and version (or the wildcard `0.0.0`; another version is a contract fault, unlike in
-    /// [`validate_accepts`](Self::validate_accepts)) and the data must satisfy the type's schema.
+    /// system error (an emitted type). The dataschema is required and must name this contract
+    /// and version (or the wildcard `0.0.0`); unlike in [`validate_accepts`](Self::validate_accepts),
+    /// a missing dataschema or another version is a contract fault. The data must satisfy the
+    /// type's schema.
     ///
     /// This is Arvo's orchestrator `validateInput`, and its one wording for machines and
     /// resumables alike: a contract fault is a [`Violation::Contract`] whose message starts with
@@ -334,6 +335,14 @@ impl VersionedContract {
 
     fn check_dataschema(&self, event: &Event, rule: DataschemaRule) -> Result<(), Violation> {
         match resolve(event, [self]) {
+            Resolution::Absent if matches!(rule, DataschemaRule::Orchestration) => {
+                Err(Violation::contract(format!(
+                    "Dataschema resolution failed: event (id={}, type={}) has no dataschema; an orchestrator requires '{}'",
+                    event.id(),
+                    event.r#type(),
+                    self.dataschema()
+                )))
+            }
             Resolution::Absent | Resolution::Exact(_) => Ok(()),
             Resolution::Invalid(ds) => Err(Violation::contract(format!(
                 "Invalid dataschema '{ds}' on event (id={}): expected '<uri>/<X.Y.Z>'",
@@ -384,8 +393,9 @@ enum DataschemaRule {
     /// A service handler's (`ArvoEventHandler`): a version the contract does not have is a
     /// [`Violation::Config`].
     Handler,
-    /// An orchestrator's (`validateInput` of `ArvoOrchestrator` and `ArvoResumable`): any
-    /// mismatch is INVALID, a [`Violation::Contract`].
+    /// An orchestrator's (`validateInput` of `ArvoOrchestrator` and `ArvoResumable`): the
+    /// dataschema is required, and a missing one or any mismatch is INVALID, a
+    /// [`Violation::Contract`].
     Orchestration,
 }
 
