@@ -31,6 +31,10 @@ pub enum MachineError {
     /// A snapshot could not be encoded or decoded.
     #[error("invalid machine snapshot: {0}")]
     Snapshot(String),
+    /// The snapshot holds a value JSON cannot represent (a non-finite number in the context):
+    /// the step that produced it fails, instead of saving it changed.
+    #[error("the machine state cannot be saved: {0}")]
+    NotJson(#[from] crate::json::NotJson),
 }
 
 /// What is persisted between two steps of a workflow: the compact chart state (configuration,
@@ -56,8 +60,10 @@ pub struct Snapshot<C> {
 
 impl<C: Serialize> Snapshot<C> {
     /// The snapshot as JSON bytes.
+    /// Fails with [`MachineError::NotJson`] when the context holds a value JSON cannot represent.
     pub fn to_bytes(&self) -> Result<Vec<u8>, MachineError> {
-        serde_json::to_vec(self).map_err(|e| MachineError::Snapshot(e.to_string()))
+        let value = crate::json::to_value(self)?;
+        serde_json::to_vec(&value).map_err(|e| MachineError::Snapshot(e.to_string()))
     }
 }
 
@@ -308,7 +314,9 @@ impl<M: Machine> MachineInstance<M> {
     }
 
     /// [`snapshot`](Self::snapshot) as JSON, written from the instance without copying it
-    /// (the same value as `serde_json::to_value(self.snapshot())`).
+    /// (the same value as `serde_json::to_value(self.snapshot())`). Fails with
+    /// [`MachineError::NotJson`] when the context holds a value JSON cannot represent (NaN or
+    /// an infinity), which serde_json would silently write as `null`.
     pub fn snapshot_json(&self) -> Result<serde_json::Value, MachineError> {
         /// [`Snapshot`] borrowing the instance: same fields, same attributes, same output.
         #[derive(Serialize)]
@@ -328,7 +336,7 @@ impl<M: Machine> MachineInstance<M> {
             epoch_ms: self.epoch_ms,
             value: self.active_paths(),
         };
-        serde_json::to_value(snapshot).map_err(|e| MachineError::Snapshot(e.to_string()))
+        Ok(crate::json::to_value(&snapshot)?)
     }
 
     fn backup(&self) -> (MachineState, M::Context) {
