@@ -621,10 +621,11 @@ fn encode_uris_encodes_once() {
     // Idempotent: encoding the encoded event again changes nothing.
     let again = e.to_builder().encode_uris(true).build().unwrap();
     assert_eq!(again, e);
-    // Only URI-valued attributes are encoded.
+    // The URI-valued attributes and parentid are encoded (as arvo-core's createArvoEvent does),
+    // nothing else.
     let e = builder().accesscontrol("a b").parentid("p q").encode_uris(true).build().unwrap();
     assert_eq!(e.accesscontrol(), Some("a b"));
-    assert_eq!(e.parentid(), Some("p q"));
+    assert_eq!(e.parentid(), Some("p%20q"));
     // Without it, unencoded values are rejected, not silently encoded.
     rejected("no encoding", builder().source("a b").build(), "source", Some(&s("a b")));
 }
@@ -896,4 +897,24 @@ fn repeated_keys_are_resolved_like_json_parse() {
     let from_bytes = Event::from_slice(text);
     assert!(from_bytes.is_ok(), "from_slice: {}", from_bytes.unwrap_err());
     assert_eq!(from_bytes.unwrap(), from_value.unwrap());
+}
+
+/// A repeated key whose later value is `null` clears the field, as `JSON.parse` does (last wins):
+/// the byte parser and the JSON-value parser agree, so a `redirectto` cannot survive in one and
+/// not in the other.
+#[test]
+fn repeated_key_with_a_later_null_clears_the_field_in_both_parsers() {
+    let text = br##"{"id":"x","source":"com.a.b","specversion":"1.0","type":"com.a.b.c","subject":"s","data":{},"time":"2024-01-01T00:00:00Z","to":"com.a.b","redirectto":"com.evil.sink","redirectto":null,"executionunits":3,"executionunits":null,"dataschema":"#/a/1.0.0","dataschema":null,"ext":"v","ext":null}"##;
+    let from_value = Event::from_json_value(serde_json::from_slice(text).unwrap()).unwrap();
+    let from_bytes = Event::from_slice(text).unwrap();
+    assert_eq!(from_value.redirectto(), None);
+    assert_eq!(from_bytes.redirectto(), None, "from_slice kept the earlier redirectto");
+    assert_eq!(from_bytes.executionunits(), None);
+    assert_eq!(from_bytes.dataschema(), None);
+    assert_eq!(from_bytes.extensions().get("ext"), Some(&orchestrator::event::ExtensionValue::Null));
+    assert_eq!(from_bytes, from_value);
+    // A later non-object `data` replaces an earlier object: the event is invalid in both.
+    let text = br#"{"id":"x","source":"com.a.b","specversion":"1.0","type":"com.a.b.c","subject":"s","data":{},"data":null,"time":"2024-01-01T00:00:00Z","to":"com.a.b"}"#;
+    assert!(Event::from_json_value(serde_json::from_slice(text).unwrap()).is_err());
+    assert!(Event::from_slice(text).is_err());
 }

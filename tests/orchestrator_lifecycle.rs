@@ -620,6 +620,7 @@ async fn contract_violations_leave_memory_untouched() {
     // Invalid init data.
     let bad_init = client()
         .r#type(AVG)
+        .dataschema("#/orc/calc/average/1.0.0")
         .orchestration_subject(&Subject::builder(AVG, "1.0.0", CLIENT).build().unwrap())
         .data_json(json!({"parentSubject$$": null, "values": []}))
         .build()
@@ -1147,4 +1148,41 @@ async fn an_event_reusing_a_consumed_id_from_another_source_is_another_event() {
     assert_eq!(forged.id(), answer.id());
     assert!(orc.execute(&forged).await.unwrap().is_empty(), "not the journaled answer");
     assert_eq!(stored(orc.memory(), init.subject()).await.unwrap().version, version + 1, "it ran");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A context JSON cannot represent
+
+orchestrator::machine! {
+    /// Version 1.0.0 computing a ratio in its context: 0/0 is NaN.
+    pub machine CalcRatio {
+        contract: CalcV1,
+        services: { add: AddV1 },
+        context: CalcCtx,
+        init: |input| CalcCtx { a: input.a, b: input.b, result: input.a / input.b },
+        output: |ctx| CalcOutput { result: ctx.result },
+        states: {
+            working: {
+                entry: [|ctx, _, out| out.add(Operands { a: ctx.a, b: ctx.b })],
+                on: { add::Sum => { target: done } },
+            },
+            done: { type: final },
+        },
+    }
+}
+
+/// A context holding NaN cannot be saved (JSON has no NaN; it would be written as null and the
+/// next step would fail to read it): the step that produced it fails, naming the field, and the
+/// workflow gets a system error.
+#[tokio::test]
+async fn a_context_json_cannot_represent_fails_the_step_that_produced_it() {
+    let orc = Orchestrator::builder(fast_memory(Retention::Keep)).machine::<CalcRatio>().build().unwrap();
+    let init = EventFactory::<CalcV1>::new().init(CalcInput { a: 0.0, b: 0.0 }, client()).unwrap();
+    let out = orc.execute(&init).await.unwrap();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].r#type(), "sys.arvo.orc.test.calc.error", "{out:?}");
+    let message = out[0].data()["errorMessage"].as_str().unwrap();
+    assert!(message.contains("`context.result` is NaN"), "{message}");
+    let record = stored(orc.memory(), init.subject()).await.unwrap().record;
+    assert!(matches!(record.execution_status, ExecutionStatus::Failure { .. }), "the failure is latched");
 }

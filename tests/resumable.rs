@@ -404,6 +404,7 @@ async fn invalid_and_unknown_events_are_violations_and_persist_nothing() {
     assert!(err.message().starts_with("Contract validation failed"), "{err}");
     let bad_init = client()
         .r#type(AVG)
+        .dataschema("#/orc/calc/average/1.0.0")
         .orchestration_subject(&Subject::builder(AVG, "1.0.0", CLIENT).build().unwrap())
         .data_json(json!({"parentSubject$$": null, "values": []}))
         .build()
@@ -545,4 +546,96 @@ async fn a_thousand_interleaved_workflows_complete_with_exact_results() {
     assert_eq!(uncollected.load(Ordering::SeqCst), 0);
     assert!(broker.take_dead_letters().is_empty());
     broker.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Input validation: one rule and one wording for machines and resumables (Arvo's validateInput)
+
+/// Runs `event` through a machine orchestrator and a resumable of the same contract, both already
+/// holding the workflow of `init`, and returns both violations.
+async fn both_reject(init: &Event, event: &Event) -> (Violation, Violation) {
+    let machine = orchestrator::orchestration::Orchestrator::builder(fast_memory())
+        .machine::<orchestrator_examples::calculator::flows::AverageFlow>()
+        .build()
+        .unwrap();
+    let resumable = sequential(fast_memory(), Arc::default());
+    assert_eq!(machine.execute(init).await.unwrap()[0].r#type(), "com.calc.add");
+    assert_eq!(resumable.execute(init).await.unwrap()[0].r#type(), "com.calc.add");
+    let m = machine.execute(event).await.expect_err("the machine accepted it");
+    let r = resumable.execute(event).await.expect_err("the resumable accepted it");
+    (m, r)
+}
+
+const INPUT_FAILED: &str = "Input validation failed - Event data does not meet contract requirements: ";
+
+fn add_response(subject: &str, dataschema: Option<&str>, data: serde_json::Value) -> Event {
+    Event::builder()
+        .source("com.calc.add")
+        .r#type("evt.calc.add.success")
+        .subject(subject)
+        .dataschema_opt(dataschema)
+        .data_json(data)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn machines_and_resumables_word_an_invalid_payload_alike() {
+    let init = average_init(vec![1.0, 2.0]);
+    let bad_response = add_response(init.subject(), Some("#/calc/add/1.0.0"), json!({"sum": "three"}));
+    let (m, r) = both_reject(&init, &bad_response).await;
+    assert_eq!((m.kind(), r.kind()), ("Contract", "Contract"));
+    assert!(m.message().starts_with(INPUT_FAILED), "{m}");
+    assert_eq!(m.message(), r.message(), "one failure, one wording");
+    assert_eq!(m, r, "the same metadata too");
+
+    let bad_init = EventFactory::<AverageV1>::new()
+        .init(AverageInput { values: vec![1.0, 2.0] }, client())
+        .unwrap()
+        .to_json_value();
+    let mut bad_init = bad_init;
+    bad_init["data"]["values"] = json!([]);
+    let bad_init = Event::from_json_value(bad_init).unwrap();
+    let (m, r) = both_reject(&init, &bad_init).await;
+    assert_eq!((m.kind(), r.kind()), ("Contract", "Contract"));
+    assert!(m.message().starts_with(INPUT_FAILED), "{m}");
+    assert_eq!(m, r);
+}
+
+/// Arvo's validateInput: a dataschema naming another version of the right contract is INVALID,
+/// a contract violation (only the wildcard `0.0.0` stands for any version), for the init event
+/// and for a service's response alike.
+#[tokio::test]
+async fn a_version_mismatch_on_an_orchestrator_input_is_a_contract_violation() {
+    let init = average_init(vec![1.0, 2.0]);
+    let wrong_init = Event::from_json_value({
+        let mut v = average_init(vec![1.0, 2.0]).to_json_value();
+        v["dataschema"] = json!("#/orc/calc/average/9.9.9");
+        v
+    })
+    .unwrap();
+    let wrong_response = add_response(init.subject(), Some("#/calc/add/2.0.0"), json!({"sum": 3.0}));
+    for event in [&wrong_init, &wrong_response] {
+        let (m, r) = both_reject(&init, event).await;
+        assert_eq!((m.kind(), r.kind()), ("Contract", "Contract"), "{m} / {r}");
+        assert!(m.message().starts_with(INPUT_FAILED), "{m}");
+        assert!(m.message().contains("version"), "{m}");
+        assert_eq!(m, r);
+    }
+}
+
+/// Arvo's validateInput requires a dataschema on every orchestrator input (an init event or a
+/// service's response): without one the event is INVALID, a contract violation.
+#[tokio::test]
+async fn an_orchestrator_input_without_a_dataschema_is_a_contract_violation() {
+    let init = average_init(vec![1.0, 2.0]);
+    let bare_init = average_init(vec![1.0, 2.0]).to_builder().dataschema_opt(None::<String>).build().unwrap();
+    let bare_response = add_response(init.subject(), None, json!({"sum": 3.0}));
+    for event in [&bare_init, &bare_response] {
+        let (m, r) = both_reject(&init, event).await;
+        assert_eq!((m.kind(), r.kind()), ("Contract", "Contract"), "{m} / {r}");
+        assert!(m.message().starts_with(INPUT_FAILED), "{m}");
+        assert!(m.message().contains("dataschema"), "{m}");
+        assert_eq!(m, r);
+    }
 }

@@ -170,6 +170,20 @@ fn dataschema_of_another_contract_is_a_contract_violation() {
     assert!(err.message().contains("#/calc/other"), "{err}");
 }
 
+/// `/1.0.0` and `1.0.0` name version 1.0.0 of the contract with the empty URI (arvo-core's
+/// `EventDataschemaUtil.parse`): a URI mismatch, not a missing dataschema (which would run the
+/// latest version).
+#[test]
+fn dataschema_with_an_empty_uri_is_a_uri_mismatch() {
+    for dataschema in ["/1.0.0", "1.0.0", "/2.0.0"] {
+        let event =
+            divide_event(Some(dataschema), json!({"numerator": 1.0, "denominator": 2.0, "precision": 1}));
+        let err = violation_kind(run(&services::divide().unwrap(), &event));
+        assert!(matches!(err, Violation::Contract { .. }), "{dataschema}: {err:?}");
+        assert!(err.message().starts_with("Contract URI mismatch"), "{dataschema}: {err}");
+    }
+}
+
 #[test]
 fn dataschema_selects_the_version() {
     let divide = services::divide().unwrap();
@@ -493,15 +507,34 @@ fn handler_emit_domains_replace_the_default() {
 
 #[test]
 fn an_emitted_payload_failing_its_schema_is_a_contract_violation() {
-    // serde_json writes NaN as null, which the emit schema (`sum: number`) rejects.
-    let add = ServiceHandler::<Add>::builder()
-        .version(|_: ServiceInput<AddV1>| async { Ok(Emit::new(Sum { sum: f64::NAN })) })
+    // `n` must be at least 0 (a NaN is not a schema failure any more: see
+    // a_result_json_cannot_represent_is_a_system_error_event).
+    let counter = ServiceHandler::<Counter>::builder()
+        .version(|_: ServiceInput<CounterV1>| async { Ok(Emit::new(Count { n: -1 })) })
         .build()
         .unwrap();
-    let err = violation_kind(run(&add, &add_request(client())));
+    let request = EventFactory::<CounterV1>::new().accepts(Operands { a: 1.0, b: 2.0 }, client()).unwrap();
+    let err = violation_kind(run(&counter, &request));
     let Violation::Contract { message, metadata } = &err else { panic!("{err:?}") };
-    assert!(message.starts_with("Emitted event creation failed: 'evt.calc.add.success'"), "{message}");
-    assert_eq!(metadata.as_ref().unwrap()["errors"][0]["path"], "/sum");
+    assert!(message.starts_with("Emitted event creation failed: 'evt.test.counter.success'"), "{message}");
+    assert_eq!(metadata.as_ref().unwrap()["errors"][0]["path"], "/n");
+}
+
+/// A count, at least 0.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Count {
+    /// The count.
+    #[schemars(range(min = 0))]
+    pub n: i64,
+}
+
+orchestrator::simple_contract! {
+    /// Counts: its emit has a constraint serde does not enforce.
+    pub contract Counter {
+        uri: "#/test/counter",
+        type: "test.counter",
+        versions: { CounterV1 = "1.0.0" { accepts: Operands, emits: Count } },
+    }
 }
 
 #[test]
@@ -754,4 +787,26 @@ fn arvo_core_accepts_the_produced_events() {
     });
     assert_eq!(report["ok"], true, "arvo-core rejected handler output: {report:#}");
     assert_eq!(report["checked"]["events"], 4);
+}
+
+/// A result JSON cannot represent (a non-finite number) is a failure of the service's function,
+/// not of the contract: the caller gets a `sys.<type>.error` event naming the field, so a waiting
+/// workflow hears of it (a violation would be dead-lettered and the workflow would wait forever).
+#[test]
+fn a_result_json_cannot_represent_is_a_system_error_event() {
+    let nan = ServiceHandler::<Add>::builder()
+        .version(|input: ServiceInput<AddV1>| async move {
+            let Operands { a, b } = input.payload;
+            Ok(Emit::new(Sum { sum: (a - a) / (b - b) }))
+        })
+        .build()
+        .unwrap();
+    let request = add_request(client());
+    let out = run(&nan, &request).expect("a system error event, not a violation");
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].r#type(), "sys.com.calc.add.error");
+    assert_eq!(out[0].parentid(), Some(request.id()));
+    let message = out[0].data()["errorMessage"].as_str().unwrap();
+    assert!(message.contains("`sum` is NaN"), "{message}");
+    assert!(message.contains("evt.calc.add.success"), "{message}");
 }

@@ -40,12 +40,18 @@ pub fn wildcard(uri: &str) -> String {
     build(uri, semver::WILDCARD_STR)
 }
 
-/// Splits at the last `/`; the last segment must be `X.Y.Z`, else `None`.
+/// Splits at the last `/`; the last segment must be `X.Y.Z`, else `None`. The URI is what comes
+/// before, possibly empty (`/1.0.0` and `1.0.0` name the empty URI), as arvo-core's
+/// `EventDataschemaUtil.parse`: no contract has the empty URI, so such a dataschema is a URI
+/// mismatch, never a missing dataschema.
+///
+/// ```
+/// use orchestrator::dataschema;
+/// assert_eq!(dataschema::parse("/1.0.0").unwrap().uri, "");
+/// assert_eq!(dataschema::parse("1.0.0").unwrap().uri, "");
+/// ```
 pub fn parse(value: &str) -> Option<Dataschema<'_>> {
-    let (uri, version) = value.rsplit_once('/')?;
-    if uri.is_empty() {
-        return None;
-    }
+    let (uri, version) = value.rsplit_once('/').unwrap_or(("", value));
     Some(Dataschema { uri, version: version.parse().ok()? })
 }
 

@@ -284,8 +284,8 @@ impl VersionedContract {
                 self.uri()
             )));
         }
-        self.check_dataschema(event)?;
-        self.check_data(accepts, event)
+        self.check_dataschema(event, DataschemaRule::Handler)?;
+        self.check_data(accepts, event).map_err(payload_failed)
     }
 
     /// Checks an event of an emitted (or system-error) type: its dataschema (when present) must name
@@ -299,12 +299,50 @@ impl VersionedContract {
                 event.r#type()
             )));
         };
-        self.check_dataschema(event)?;
-        self.check_data(schema, event)
+        self.check_dataschema(event, DataschemaRule::Handler)?;
+        self.check_data(schema, event).map_err(payload_failed)
     }
 
-    fn check_dataschema(&self, event: &Event) -> Result<(), Violation> {
+    /// Checks an event arriving at an orchestrator (a statechart machine or a resumable) that
+    /// this version declares: its init event (the accepted type) or a service's response or
+    /// system error (an emitted type). The dataschema is required and must name this contract
+    /// and version (or the wildcard `0.0.0`); unlike in [`validate_accepts`](Self::validate_accepts),
+    /// a missing dataschema or another version is a contract fault. The data must satisfy the
+    /// type's schema.
+    ///
+    /// This is Arvo's orchestrator `validateInput`, and its one wording for machines and
+    /// resumables alike: a contract fault is a [`Violation::Contract`] whose message starts with
+    /// "Input validation failed - Event data does not meet contract requirements: ".
+    pub fn validate_orchestration_input(&self, event: &Event) -> Result<(), Violation> {
+        let Some(schema) = self.schema_for_type(event.r#type()) else {
+            return Err(Violation::contract(format!(
+                "{INPUT_VALIDATION_FAILED}contract (uri={}, version={}) has no event type '{}'",
+                self.uri(),
+                self.version_str(),
+                event.r#type()
+            )));
+        };
+        let checked = self
+            .check_dataschema(event, DataschemaRule::Orchestration)
+            .and_then(|()| self.check_data(schema, event));
+        checked.map_err(|v| match v {
+            Violation::Contract { message, metadata } => {
+                Violation::Contract { message: format!("{INPUT_VALIDATION_FAILED}{message}"), metadata }
+            }
+            other => other,
+        })
+    }
+
+    fn check_dataschema(&self, event: &Event, rule: DataschemaRule) -> Result<(), Violation> {
         match resolve(event, [self]) {
+            Resolution::Absent if matches!(rule, DataschemaRule::Orchestration) => {
+                Err(Violation::contract(format!(
+                    "Dataschema resolution failed: event (id={}, type={}) has no dataschema; an orchestrator requires '{}'",
+                    event.id(),
+                    event.r#type(),
+                    self.dataschema()
+                )))
+            }
             Resolution::Absent | Resolution::Exact(_) => Ok(()),
             Resolution::Invalid(ds) => Err(Violation::contract(format!(
                 "Invalid dataschema '{ds}' on event (id={}): expected '<uri>/<X.Y.Z>'",
@@ -317,19 +355,27 @@ impl VersionedContract {
                 self.uri()
             ))),
             Resolution::SameUri(_, parsed) if parsed.is_wildcard() => Ok(()),
-            Resolution::SameUri(_, parsed) => Err(Violation::config(format!(
-                "Invalid contract version: event (id={}) dataschema names version {}, expected {}",
-                event.id(),
-                parsed.version,
-                self.version_str()
-            ))),
+            Resolution::SameUri(_, parsed) => {
+                let message = format!(
+                    "Invalid contract version: event (id={}) dataschema names version {}, expected {}",
+                    event.id(),
+                    parsed.version,
+                    self.version_str()
+                );
+                Err(match rule {
+                    DataschemaRule::Handler => Violation::config(message),
+                    DataschemaRule::Orchestration => Violation::contract(message),
+                })
+            }
         }
     }
 
+    /// The data against `schema`; the message says which event and what is wrong, and its
+    /// caller says what failed ([`payload_failed`] or an orchestrator's input validation).
     fn check_data(&self, schema: &EventSchema, event: &Event) -> Result<(), Violation> {
         schema.validate(event.data_value()).map_err(|errors| {
             Violation::contract(format!(
-                "Input event payload validation failed: event (id={}, type={}) does not match {}: {errors}",
+                "event (id={}, type={}) does not match {}: {errors}",
                 event.id(),
                 event.r#type(),
                 self.dataschema()
@@ -338,5 +384,34 @@ impl VersionedContract {
                 "errors": errors.errors.iter().map(|e| serde_json::json!({"path": e.path, "message": e.message})).collect::<Vec<_>>()
             }))
         })
+    }
+}
+
+/// Which of Arvo's two dataschema rules checks an incoming event.
+#[derive(Debug, Clone, Copy)]
+enum DataschemaRule {
+    /// A service handler's (`ArvoEventHandler`): a version the contract does not have is a
+    /// [`Violation::Config`].
+    Handler,
+    /// An orchestrator's (`validateInput` of `ArvoOrchestrator` and `ArvoResumable`): the
+    /// dataschema is required, and a missing one or any mismatch is INVALID, a
+    /// [`Violation::Contract`].
+    Orchestration,
+}
+
+/// The lead of an orchestrator's input-validation violation (Arvo's `ArvoOrchestrator` and
+/// `ArvoResumable` wording).
+const INPUT_VALIDATION_FAILED: &str =
+    "Input validation failed - Event data does not meet contract requirements: ";
+
+/// A handler's payload violation: "Input event payload validation failed: …" (Arvo's
+/// `ArvoEventHandler` wording).
+fn payload_failed(violation: Violation) -> Violation {
+    match violation {
+        Violation::Contract { message, metadata } => Violation::Contract {
+            message: format!("Input event payload validation failed: {message}"),
+            metadata,
+        },
+        other => other,
     }
 }

@@ -11,10 +11,13 @@ use crate::uri;
 /// Builds an [`Event`], applying arvo-core's defaults and checking every rule.
 ///
 /// Defaults: `id` = a uuid v4, `time` = now in UTC, `specversion` = `1.0`,
-/// `datacontenttype` = Arvo's content type, `to` = the event type.
+/// `datacontenttype` = Arvo's content type, `to` = the event type (except in a copy,
+/// [`Event::to_builder`], of an event whose `to` is null: the copy keeps it null).
 ///
 /// URI-valued fields (`source`, `subject`, `to`, `redirectto`, `dataschema`) must be properly
-/// encoded; [`EventBuilder::encode_uris`] makes the builder encode them, at most once.
+/// encoded; [`EventBuilder::encode_uris`] makes the builder encode them, at most once, and
+/// `parentid` with them (as arvo-core's `createArvoEvent` does; a `parentid` is not required to
+/// be a URI).
 ///
 /// ```
 /// use orchestrator::event::Event;
@@ -49,6 +52,8 @@ pub struct EventBuilder {
     domain: Option<String>,
     extensions: Vec<(String, ExtensionValue)>,
     encode_uris: bool,
+    /// A copy of an event whose `to` is null ([`Event::to_builder`]): `to` gets no default.
+    keep_null_to: bool,
 }
 
 macro_rules! string_setters {
@@ -168,8 +173,9 @@ impl EventBuilder {
         self
     }
 
-    /// Percent-encodes URI-valued fields that are not already valid encoded URIs (arvo-core's
-    /// `createArvoEvent` behaviour, without its double encoding).
+    /// Percent-encodes `source`, `subject`, `to`, `redirectto`, `dataschema` and `parentid` where
+    /// they are not already valid encoded URIs (arvo-core's `createArvoEvent` behaviour, without
+    /// its double encoding).
     #[inline]
     pub fn encode_uris(mut self, yes: bool) -> Self {
         self.encode_uris = yes;
@@ -220,6 +226,7 @@ impl EventBuilder {
             domain: e.domain.clone(),
             extensions: e.extensions.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             encode_uris: false,
+            keep_null_to: e.to.is_none(),
         }
     }
 
@@ -240,7 +247,10 @@ impl EventBuilder {
             id: Some(self.id.unwrap_or_else(new_id)),
             source: encode(self.source),
             specversion: Some(SPEC_VERSION.to_owned()),
-            to: encode(self.to.or_else(|| self.r#type.clone())),
+            to: encode(match self.to {
+                None if self.keep_null_to => None,
+                to => to.or_else(|| self.r#type.clone()),
+            }),
             r#type: self.r#type,
             subject: encode(self.subject),
             datacontenttype: Some(self.datacontenttype.unwrap_or_else(|| ARVO_CONTENT_TYPE.to_owned())),
@@ -252,7 +262,7 @@ impl EventBuilder {
             executionunits: self.executionunits,
             traceparent: self.traceparent,
             tracestate: self.tracestate,
-            parentid: self.parentid,
+            parentid: encode(self.parentid),
             domain: self.domain,
             ..Draft::default()
         };
@@ -327,6 +337,34 @@ mod tests {
         assert_eq!(e.source(), "x%20y");
         let err = base().subject("a b").build().unwrap_err();
         assert_eq!(err.field_errors()[0].field, "subject");
+    }
+
+    #[test]
+    fn encode_uris_encodes_parentid_like_the_other_uri_fields() {
+        // arvo-core's createArvoEvent runs encodeURI on parentid as on source, subject, to,
+        // redirectto and dataschema.
+        let e = base().parentid("req 1").redirectto("x y").encode_uris(true).build().unwrap();
+        assert_eq!(e.redirectto(), Some("x%20y"));
+        assert_eq!(e.parentid(), Some("req%201"));
+        let e = base().parentid("req%201").encode_uris(true).build().unwrap();
+        assert_eq!(e.parentid(), Some("req%201"), "encoded at most once");
+        let e = base().parentid("req 1").build().unwrap();
+        assert_eq!(e.parentid(), Some("req 1"), "not encoded unless asked");
+    }
+
+    #[test]
+    fn to_builder_build_is_a_copy_even_with_a_null_to() {
+        // `to` may be null when the content type is not Arvo's; the copy keeps it null instead
+        // of defaulting it to the type.
+        let mut json = base().datacontenttype("application/json").build().unwrap().to_json_value();
+        json["to"] = Value::Null;
+        let e = Event::from_json_value(json).unwrap();
+        assert_eq!(e.to(), None);
+        let copy = e.to_builder().build().unwrap();
+        assert_eq!(copy, e);
+        assert_eq!(copy.to(), None);
+        // An explicit `to` on the copy is still honoured.
+        assert_eq!(e.to_builder().to("com.test.target").build().unwrap().to(), Some("com.test.target"));
     }
 
     #[test]

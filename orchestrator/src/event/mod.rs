@@ -180,7 +180,8 @@ impl Event {
         EventBuilder::default()
     }
 
-    /// A builder pre-filled with every field of this event, to derive a modified copy.
+    /// A builder pre-filled with every field of this event, to derive a modified copy:
+    /// `to_builder().build()` is an equal event (a null `to` stays null; no default is applied).
     pub fn to_builder(&self) -> EventBuilder {
         EventBuilder::from_event(self)
     }

@@ -138,7 +138,9 @@ pub(super) struct Draft {
 }
 
 impl Draft {
-    /// Records one received key/value pair, noting wrong JSON types.
+    /// Records one received key/value pair, noting wrong JSON types. A repeated key replaces the
+    /// earlier value whatever it is (`null` included), as `JSON.parse` and serde_json's `Value`
+    /// do: the one rule of both parsers.
     pub(super) fn set(&mut self, key: &str, value: Value) {
         // A repeated key replaces the earlier value, as `JSON.parse` does: forget its errors.
         if !self.errors.is_empty() {
@@ -164,15 +166,19 @@ impl Draft {
             "data" => {
                 match value {
                     Value::Object(map) => self.data = Some(map),
-                    other => self.errors.push(FieldError::new(
-                        "data",
-                        format!("must be a JSON object, got {}", json_kind(&other)),
-                        None,
-                    )),
+                    other => {
+                        self.data = None;
+                        self.errors.push(FieldError::new(
+                            "data",
+                            format!("must be a JSON object, got {}", json_kind(&other)),
+                            None,
+                        ));
+                    }
                 }
                 return;
             }
             "executionunits" => {
+                self.executionunits = None;
                 match value {
                     Value::Null => {}
                     Value::Number(n) => self.executionunits = Some(n),
@@ -189,6 +195,8 @@ impl Draft {
                 return;
             }
         };
+        // The last occurrence wins, `null` included (a later `null` clears an earlier value).
+        *slot = None;
         match value {
             Value::Null => {}
             Value::String(s) => *slot = Some(s),

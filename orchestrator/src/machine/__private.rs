@@ -62,9 +62,12 @@ pub fn is_from<V: ContractVersion>(event: &Event) -> bool {
     }
 }
 
-/// Validates an event of service `V` (type, dataschema, payload schema) and decodes its payload.
+/// Validates an event of contract `V` arriving at the machine (the init event of its own
+/// contract, or a response or system error of service `V`: type, dataschema, payload schema, as
+/// [`VersionedContract::validate_orchestration_input`](crate::contract::VersionedContract::validate_orchestration_input))
+/// and decodes its payload.
 pub fn decode_payload<V: ContractVersion, P: DeserializeOwned>(event: &Event) -> Result<P, Violation> {
-    V::versioned().validate_emitted(event)?;
+    V::versioned().validate_orchestration_input(event)?;
     P::deserialize(event.data_value()).map_err(|e| {
         Violation::contract(format!(
             "Event (id={}, type={}) data passed its schema but does not decode as {}: {e}",
@@ -79,12 +82,14 @@ pub fn decode_payload<V: ContractVersion, P: DeserializeOwned>(event: &Event) ->
 pub fn other_emitted<V: ContractVersion>(event: &Event) -> Option<Result<(), Violation>> {
     let vc = V::versioned();
     let t = event.r#type();
-    (t != vc.accepts().event_type() && vc.schema_for_type(t).is_some()).then(|| vc.validate_emitted(event))
+    (t != vc.accepts().event_type() && vc.schema_for_type(t).is_some())
+        .then(|| vc.validate_orchestration_input(event))
 }
 
 /// Validates the self contract's init event of machine `M` and returns its payload.
 pub fn decode_init<M: Machine>(event: &Event) -> Result<M::Input, Violation> {
-    Ok(<M::Contract as ContractVersion>::parse_accepts(event)?.data)
+    type Accepts<M> = <<M as Machine>::Contract as ContractVersion>::Accepts;
+    Ok(decode_payload::<M::Contract, Accepts<M>>(event)?.data)
 }
 
 /// Whether `event` has the type of the init event of machine `M`.

@@ -11,7 +11,6 @@ use serde_json::Value;
 
 use super::requests::{Requests, ServiceRequest};
 use super::traits::{Machine, MachineEvent};
-use crate::contract::ContractVersion;
 use crate::event::Event;
 use crate::violation::Violation;
 
@@ -32,6 +31,10 @@ pub enum MachineError {
     /// A snapshot could not be encoded or decoded.
     #[error("invalid machine snapshot: {0}")]
     Snapshot(String),
+    /// The snapshot holds a value JSON cannot represent (a non-finite number in the context):
+    /// the step that produced it fails, instead of saving it changed.
+    #[error("the machine state cannot be saved: {0}")]
+    NotJson(#[from] crate::json::NotJson),
 }
 
 /// What is persisted between two steps of a workflow: the compact chart state (configuration,
@@ -57,8 +60,10 @@ pub struct Snapshot<C> {
 
 impl<C: Serialize> Snapshot<C> {
     /// The snapshot as JSON bytes.
+    /// Fails with [`MachineError::NotJson`] when the context holds a value JSON cannot represent.
     pub fn to_bytes(&self) -> Result<Vec<u8>, MachineError> {
-        serde_json::to_vec(self).map_err(|e| MachineError::Snapshot(e.to_string()))
+        let value = crate::json::to_value(self)?;
+        serde_json::to_vec(&value).map_err(|e| MachineError::Snapshot(e.to_string()))
     }
 }
 
@@ -156,11 +161,11 @@ impl<M: Machine> MachineInstance<M> {
         Self::start_inner(input, Some(subject.into()))
     }
 
-    /// Starts from a wire init event: validated against the self contract, subject taken from
-    /// the event.
+    /// Starts from a wire init event: validated against the self contract as every event
+    /// reaching the machine is (see [`Machine::decode`]), subject taken from the event.
     pub fn start_wire(event: &Event) -> Result<(Self, Vec<ServiceRequest>), MachineError> {
-        let init = <M::Contract as ContractVersion>::parse_accepts(event)?;
-        Self::start_inner(init.data, Some(event.subject().to_owned()))
+        let input = super::__private::decode_init::<M>(event)?;
+        Self::start_inner(input, Some(event.subject().to_owned()))
     }
 
     fn start_inner(
@@ -309,7 +314,9 @@ impl<M: Machine> MachineInstance<M> {
     }
 
     /// [`snapshot`](Self::snapshot) as JSON, written from the instance without copying it
-    /// (the same value as `serde_json::to_value(self.snapshot())`).
+    /// (the same value as `serde_json::to_value(self.snapshot())`). Fails with
+    /// [`MachineError::NotJson`] when the context holds a value JSON cannot represent (NaN or
+    /// an infinity), which serde_json would silently write as `null`.
     pub fn snapshot_json(&self) -> Result<serde_json::Value, MachineError> {
         /// [`Snapshot`] borrowing the instance: same fields, same attributes, same output.
         #[derive(Serialize)]
@@ -329,7 +336,7 @@ impl<M: Machine> MachineInstance<M> {
             epoch_ms: self.epoch_ms,
             value: self.active_paths(),
         };
-        serde_json::to_value(snapshot).map_err(|e| MachineError::Snapshot(e.to_string()))
+        Ok(crate::json::to_value(&snapshot)?)
     }
 
     fn backup(&self) -> (MachineState, M::Context) {

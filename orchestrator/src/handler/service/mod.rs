@@ -79,7 +79,8 @@
 //!    non-finite `executionunits`, …) is a [`Violation::Contract`]; nothing is emitted.
 //! 6. Errors of the function:
 //!    * a [`Violation`] (boxed into the [`BoxError`]) is returned as is;
-//!    * any other error, and a panic, become `sys.<type>.error` events
+//!    * any other error, a panic, and a result JSON cannot represent (a payload holding NaN or
+//!      an infinity, which serde_json would write as `null`) become `sys.<type>.error` events
 //!      ([`crate::emit::system_error_events`]): to the input's source, subject = the input's,
 //!      parentid = the input's id, dataschema `<uri>/0.0.0`, accesscontrol = the input's,
 //!      executionunits = the handler's, one copy per unique resolved domain of the handler's
@@ -421,6 +422,13 @@ impl Inner {
         };
         let call = std::pin::pin!(exec.instrument(function(event, vc, exec.headers())));
         let payload = match CatchUnwind(call).await {
+            // A result JSON cannot represent is the function's failure, not the contract's.
+            Ok(Ok(emits)) if output::not_representable(&emits).is_some() => {
+                match output::not_representable(&emits) {
+                    Some(error) => system_error_payload(error),
+                    None => unreachable!("checked by the guard"),
+                }
+            }
             Ok(Ok(emits)) => {
                 return service_events(
                     self.contract.r#type(),

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use crate::contract::{ContractVersion, Emits, Payload};
 use crate::domain::Domain;
 use crate::event::ExtensionValue;
+use crate::json::NotJson;
 
 /// One event a service handler emits, typed by its contract version `V`: only payloads `V`
 /// declares in its `emits` compile, and the payload type selects the event type.
@@ -33,12 +34,43 @@ pub struct Emit<V> {
     _version: PhantomData<fn() -> V>,
 }
 
+/// Why an emitted payload is not a JSON object.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum PayloadError {
+    /// The payload holds a value JSON cannot represent (a non-finite number): a failure of the
+    /// handler's function, reported as a system-error event.
+    #[error(transparent)]
+    NotRepresentable(NotRepresentable),
+    /// The payload does not serialize to a JSON object: a contract violation.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A service's result that JSON cannot represent: the function failed (its caller gets a
+/// `sys.<type>.error` event saying so).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the payload of '{event_type}' cannot be represented in JSON: {source}")]
+pub(crate) struct NotRepresentable {
+    /// The event type of the emit.
+    pub(crate) event_type: &'static str,
+    /// Where the value is and what it is.
+    pub(crate) source: NotJson,
+}
+
+/// The first emit whose payload JSON cannot represent.
+pub(crate) fn not_representable(emits: &[RawEmit]) -> Option<&NotRepresentable> {
+    emits.iter().find_map(|emit| match &emit.data {
+        Err(PayloadError::NotRepresentable(error)) => Some(error),
+        _ => None,
+    })
+}
+
 /// An [`Emit`] without its version type.
 #[derive(Debug, Clone)]
 pub(crate) struct RawEmit {
     pub(crate) event_type: &'static str,
     /// The serialized payload, or why it could not be serialized to a JSON object.
-    pub(crate) data: Result<Map<String, Value>, String>,
+    pub(crate) data: Result<Map<String, Value>, PayloadError>,
     pub(crate) to: Option<String>,
     pub(crate) redirectto: Option<String>,
     pub(crate) domains: Option<Vec<Domain>>,
@@ -56,10 +88,15 @@ impl<V: ContractVersion> Emit<V> {
         V: Emits<P>,
     {
         let event_type = <V as Emits<P>>::EVENT_TYPE;
-        let data = match serde_json::to_value(&payload) {
+        let data = match crate::json::to_value(&payload) {
             Ok(Value::Object(map)) => Ok(map),
-            Ok(other) => Err(format!("it serialized to {other}, not to a JSON object")),
-            Err(e) => Err(e.to_string()),
+            Ok(other) => {
+                Err(PayloadError::Invalid(format!("it serialized to {other}, not to a JSON object")))
+            }
+            Err(NotJson::Serialize(e)) => Err(PayloadError::Invalid(e)),
+            Err(e @ NotJson::NonFinite { .. }) => {
+                Err(PayloadError::NotRepresentable(NotRepresentable { event_type, source: e }))
+            }
         };
         Self {
             raw: RawEmit {
@@ -135,8 +172,9 @@ impl<V> Emit<V> {
         self.raw.event_type
     }
 
-    /// The serialized payload (`None` if it does not serialize to a JSON object; emitting it is
-    /// then a contract violation).
+    /// The serialized payload: `None` if it does not serialize to a JSON object (emitting it is
+    /// then a contract violation) or holds a number JSON cannot represent, NaN or an infinity
+    /// (the handler then answers with a `sys.<type>.error` event, the function's failure).
     pub fn data(&self) -> Option<&Map<String, Value>> {
         self.raw.data.as_ref().ok()
     }

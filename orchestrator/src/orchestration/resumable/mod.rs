@@ -203,12 +203,7 @@ impl ResumableCore {
             }
         };
         match chosen {
-            Some(vc) => vc.validate_emitted(event).map_err(|v| match v {
-                Violation::Contract { message, .. } => Violation::contract(format!(
-                    "Input validation failed - Event data does not meet contract requirements: {message}"
-                )),
-                other => other,
-            }),
+            Some(vc) => vc.validate_orchestration_input(event),
             None => Err(Violation::config(format!(
                 "Contract validation failed - Event (id={}, type={}) does not match any registered contract schemas in the resumable `{}`",
                 event.id(),
@@ -282,12 +277,7 @@ impl CoreStep for ResumableCore {
         let event = input.event;
         let is_init = event.r#type() == self.source;
         if is_init {
-            entry.contract.validate_accepts(event).map_err(|v| match v {
-                Violation::Contract { message, .. } => Violation::contract(format!(
-                    "Input validation failed - Event data does not meet contract requirements: {message}"
-                )),
-                other => other,
-            })?;
+            entry.contract.validate_orchestration_input(event)?;
         } else {
             self.validate_service(event)?;
         }
