@@ -49,7 +49,9 @@
 //!   written by every commit) and its `root` (its own id for a root workflow; a child's is its
 //!   parent's root, or the parent's id when the parent's row is not there). Indexes list
 //!   workflows newest first: `workflows_source_created (source, created_at DESC)` (by
-//!   orchestrator), `workflows_status_updated (status, updated_at DESC)`,
+//!   orchestrator), `workflows_status_touched (status, touched_minute DESC)` (by status and
+//!   update time, to the minute: migration 9; a step's update changes no indexed column within
+//!   a minute, so PostgreSQL updates the row in place),
 //!   `workflows_initiator_created (initiator, created_at DESC)`, `workflows_root_created (root,
 //!   created_at)` (a workflow tree) and `workflows_created (created_at DESC)`; children by parent
 //!   use `workflows_parent (parent, seq)`. The archive keeps both columns (not indexed).

@@ -370,8 +370,10 @@ async fn the_rows_keep_what_the_workflow_index_needs() {
         let plan: Vec<String> = plan.iter().map(|r| r.get(0)).collect();
         assert!(plan.iter().any(|line| line.contains(index)), "{sql} uses {index}: {plan:#?}");
     };
-    let by_status = "SELECT id FROM {s}.workflows WHERE status = $1 ORDER BY updated_at DESC LIMIT 20";
-    uses(by_status, &[&"active"], "workflows_status_updated").await;
+    let since = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+    let by_status = "SELECT id FROM {s}.workflows w WHERE w.status = $1 \
+                     AND w.touched_minute >= {s}.minute_of($2) AND w.updated_at >= $2 LIMIT 20";
+    uses(by_status, &[&"active", &since], "workflows_status_touched").await;
     let by_source = "SELECT id FROM {s}.workflows WHERE source = $1 ORDER BY created_at DESC LIMIT 20";
     uses(by_source, &[&top_source], "workflows_source_created").await;
     let by_initiator = "SELECT id FROM {s}.workflows WHERE initiator = $1 ORDER BY created_at DESC LIMIT 20";
@@ -388,6 +390,27 @@ async fn the_rows_keep_what_the_workflow_index_needs() {
         .map(|r| r.get(0))
         .collect();
     assert_eq!(tree, [top.clone(), mid, average]);
+
+    // A step that changes no indexed column updates its row in place (HOT): the workflows' rows
+    // were updated at each step, and some of those updates were HOT. The server's statistics
+    // arrive within a second or so of the writers' commits.
+    let table = format!("\"{schema}\".workflows");
+    let mut stats = (0, 0);
+    for _ in 0..100 {
+        let row = db
+            .query_one(
+                "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = $1::text::regclass",
+                &[&table],
+            )
+            .await
+            .expect("the table's statistics");
+        stats = (row.get::<_, i64>(0), row.get::<_, i64>(1));
+        if stats.1 > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(stats.1 > 0, "no HOT update among the {} updates of the workflows' rows", stats.0);
     drop(db);
     common::drop_schema(&url, &schema).await;
 }

@@ -25,8 +25,8 @@ macro_rules! workflow_filter {
          AND ($7::text IS NULL OR w.execution_id LIKE $7) \
          AND ($8::timestamptz IS NULL OR w.created_at >= $8) \
          AND ($9::timestamptz IS NULL OR w.created_at < $9) \
-         AND ($10::timestamptz IS NULL OR w.updated_at >= $10) \
-         AND ($11::timestamptz IS NULL OR w.updated_at < $11) \
+         AND ($10::timestamptz IS NULL OR (w.touched_minute >= {s}.minute_of($10) AND w.updated_at >= $10)) \
+         AND ($11::timestamptz IS NULL OR (w.touched_minute <= {s}.minute_of($11) AND w.updated_at < $11)) \
          AND ($12::text IS NULL OR (w.meta <> '{}'::jsonb AND w.meta @> $12::text::jsonb))"
     };
 }
