@@ -196,6 +196,11 @@ fn lists_a_postgres_store_by_url() {
     assert_eq!(stdout(&list(&["--status", "failed", "--count"])).trim(), "1");
     assert_eq!(stdout(&list(&["--orchestrator", "arvo.orc.cli.alpha", "--count"])).trim(), "2");
     assert_eq!(stdout(&list(&["--meta", "tenant=acme", "--count"])).trim(), "2");
+    assert_eq!(stdout(&list(&["--updated-since", "1h", "--count"])).trim(), "3");
+    assert_eq!(stdout(&list(&["--updated-since", "2999-01-01T00:00:00Z", "--count"])).trim(), "0");
+    assert_eq!(stdout(&list(&["--status", "active", "--updated-since", "10m", "--count"])).trim(), "1");
+    let page = json_lines(&list(&["--json", "--after", "3333cccc"]));
+    assert_eq!(page.len(), 2, "the page after the newest");
     let text = stdout(&list(&[]));
     assert!(text.lines().nth(1).unwrap().contains("arvo.orc.cli.beta@1.0.0"), "{text}");
 
