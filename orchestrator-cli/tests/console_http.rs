@@ -1,5 +1,5 @@
-//! `orchestrator serve` (the binary) over HTTP: what it refuses, its pages over a SQLite store,
-//! and a workflow's dead letters over a PostgreSQL store (the queue's `dead_letters` table) when
+//! `orchestrator serve` (the binary) over HTTP: what it refuses, its pages over a SQLite store
+//! (with a dead letter a node buried there), and a workflow's dead letters over a PostgreSQL store (the queue's `dead_letters` table) when
 //! `DATABASE_URL` is set (mandatory under CI).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -87,6 +87,20 @@ async fn serve_answers_gets_only_over_a_sqlite_store() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("store.sqlite");
     let subject = recorded_order(&db).await;
+    // A dead letter a node buried in the store (an event of the workflow nobody could handle).
+    {
+        use orchestrator::memory::DeadLetterStore;
+        let store = orchestrator_sqlite::SqliteMemory::<WorkflowRecord>::open_path(&db).unwrap();
+        let lost = Event::builder()
+            .source("com.shop.client")
+            .r#type("com.shop.nobody")
+            .subject(&subject)
+            .to("com.shop.nobody")
+            .data_json(serde_json::json!({ "note": "<script>alert(1)</script>" }))
+            .build()
+            .unwrap();
+        store.bury(&lost, "no handler registered for `to` = `com.shop.nobody`", 1).await.unwrap();
+    }
     let served = serve(&[db.to_str().unwrap()]);
 
     let (status, list) = request(&served, "GET", "/?status=done");
@@ -96,6 +110,8 @@ async fn serve_answers_gets_only_over_a_sqlite_store() {
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("data-state=\"shipped\""), "{page}");
     assert!(page.contains("Timeline (4 executions)"), "{page}");
+    assert!(page.contains("class=\"dead-letter\"") && page.contains("com.shop.nobody"), "{page}");
+    assert!(!page.contains("<script>alert(1)"), "the payload stays text: {page}");
     let (status, _) = request(&served, "POST", "/");
     assert_eq!(status, 405);
     let (status, _) = request(&served, "DELETE", &format!("/workflows/{}", short(&subject)));

@@ -292,4 +292,9 @@ impl Transport for NatsTransport {
     fn stores_published(&self) -> bool {
         true
     }
+
+    /// True: a terminated event goes to the deployment's dead-letter stream, with its reason.
+    fn keeps_dead_letters(&self) -> bool {
+        true
+    }
 }

@@ -347,6 +347,11 @@ impl Transport for RedisTransport {
     fn stores_published(&self) -> bool {
         !self.shared.config.keep_until_consumed
     }
+
+    /// True: a terminated event goes to the capped dead-letter stream, with its reason.
+    fn keeps_dead_letters(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

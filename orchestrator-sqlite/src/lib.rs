@@ -112,6 +112,7 @@ mod cache;
 mod catalog;
 mod checkpoint;
 mod config;
+mod dead_letters;
 mod error;
 mod journal;
 mod memory;

@@ -29,6 +29,10 @@ where
         Some(self)
     }
 
+    fn dead_letter_store(&self) -> Option<&dyn orchestrator::memory::DynDeadLetterStore> {
+        Some(self)
+    }
+
     async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
         check_id(id)?;
         read(&self.readers, id, |conn, id| reads::record(conn, id, Tables::Live)).await

@@ -204,8 +204,23 @@ CREATE TABLE answers (
 ) WITHOUT ROWID;
 ";
 
+/// Version 9: dead letters, the events a node gave up on, with why (see
+/// [`orchestrator::memory::DeadLetterStore`]); one per event id, listed by workflow.
+const V9: &str = "
+CREATE TABLE dead_letters (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id TEXT NOT NULL UNIQUE,
+    subject TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    event TEXT NOT NULL
+);
+CREATE INDEX dead_letters_subject ON dead_letters (subject, seq);
+";
+
 /// The migration steps, oldest first: step `i` leads to version `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// After [`V6`]: each existing workflow's root (up its parents to the last one stored, or the
 /// first one missing) and its subject's columns (when its id is an orchestration subject).

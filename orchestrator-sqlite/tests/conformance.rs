@@ -116,3 +116,10 @@ async fn its_answers_conform() {
     let dir = temp_dir();
     testing::answers(factory(&dir, Synchronous::Full)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn its_dead_letters_conform() {
+    let _serial = SERIAL.lock().await;
+    let dir = temp_dir();
+    testing::dead_letters(factory(&dir, Synchronous::Full)).await;
+}

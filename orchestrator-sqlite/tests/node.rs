@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use orchestrator::memory::{Journal, Memory};
+use orchestrator::memory::{DeadLetterStore, Journal, Memory};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::outbox::Outbox;
 use orchestrator::prelude::*;
@@ -119,5 +119,45 @@ async fn a_permanently_bad_event_is_dead_lettered_and_leaves_the_outbox() {
     assert!(dead[0].reason.to_string().contains("Contract"), "{}", dead[0].reason);
     assert!(memory.pending(0, 10).await.expect("outbox").is_empty(), "it does not come back after a restart");
     assert!(memory.read(subject.as_str()).await.expect("read").is_none(), "no state was written");
+
+    // An event no handler takes: dead too, and it leaves the outbox as well.
+    let nobody = Subject::builder("arvo.orc.nobody", "1.0.0", CLIENT).build().expect("subject");
+    let lost = Event::builder()
+        .source(CLIENT)
+        .r#type("arvo.orc.nobody")
+        .orchestration_subject(&nobody)
+        .data_json(serde_json::json!({ "parentSubject$$": null }))
+        .build()
+        .expect("a well-formed event");
+    node.start(lost.clone()).await.expect("started");
+    node.transport().wait_idle().await;
+    assert!(memory.pending(0, 10).await.expect("outbox").is_empty(), "the unrouted event left the outbox");
     node.shutdown().await;
+    drop(node);
+
+    // Both are kept in the store, with why, after the process is gone.
+    let memory =
+        Arc::new(SqliteConfig::new(dir.path().join("bad.db")).open::<WorkflowRecord>().expect("reopen"));
+    let buried = memory.buried(None, 0, 10).await.expect("the store's dead letters");
+    assert_eq!(buried.len(), 2, "{buried:?}");
+    assert_eq!(buried[0].event.subject(), subject.as_str());
+    assert!(buried[0].reason.contains("Contract"), "{}", buried[0].reason);
+    assert_eq!(buried[1].event, lost);
+    assert!(
+        buried[1].reason.contains("no handler") && buried[1].reason.contains("arvo.orc.nobody"),
+        "{}",
+        buried[1].reason
+    );
+    let of_nobody = memory.buried(Some(nobody.as_str()), 0, 10).await.expect("by workflow");
+    assert_eq!(of_nobody.len(), 1);
+    let again = Node::builder(Arc::clone(&memory))
+        .durable()
+        .service(services::add().expect("add"))
+        .service(services::divide().expect("divide"))
+        .orchestrator(Orchestrator::builder(Arc::clone(&memory)).machine::<AverageFlow>())
+        .build()
+        .await
+        .expect("a node");
+    assert_eq!(again.recovered(), 0, "nothing dead is delivered again");
+    again.shutdown().await;
 }

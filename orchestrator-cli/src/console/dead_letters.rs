@@ -1,7 +1,10 @@
-//! The dead letters a store keeps for a workflow: the PostgreSQL queue's `dead_letters` table;
-//! a SQLite store keeps none (a node's dead letters go to its callback or its memory).
+//! The dead letters a store keeps for a workflow: the PostgreSQL queue's `dead_letters` table,
+//! or a SQLite store's (where a node over the in-process transport buries them).
 
+use orchestrator::memory::DeadLetterStore;
+use orchestrator::orchestration::WorkflowRecord;
 use orchestrator_postgres::QueueConfig;
+use orchestrator_sqlite::SqliteMemory;
 
 use super::workflow::DeadLetterView;
 use crate::store::Store;
@@ -11,8 +14,9 @@ const SCANNED: usize = 10_000;
 
 /// The dead letters whose subject is `id`, oldest first, or why none can be shown.
 pub(crate) async fn of(store: &Store, id: &str) -> Result<Vec<DeadLetterView>, String> {
-    let Store::Postgres(pg) = store else {
-        return Err("a SQLite store keeps no dead letters (a node hands them to its callback or keeps them in memory)".to_owned());
+    let pg = match store {
+        Store::Postgres(pg) => pg,
+        Store::Sqlite(sqlite) => return of_sqlite(sqlite, id).await,
     };
     let queue = pg.queue(QueueConfig::default());
     let mut found = Vec::new();
@@ -39,4 +43,22 @@ pub(crate) async fn of(store: &Store, id: &str) -> Result<Vec<DeadLetterView>, S
         }
     }
     Ok(found)
+}
+
+/// The dead letters a node buried in a SQLite store for workflow `id`, oldest first.
+async fn of_sqlite(store: &SqliteMemory<WorkflowRecord>, id: &str) -> Result<Vec<DeadLetterView>, String> {
+    let buried = store
+        .buried(Some(id), 0, SCANNED)
+        .await
+        .map_err(|e| format!("cannot read the store's dead letters: {e}"))?;
+    Ok(buried
+        .into_iter()
+        .map(|b| DeadLetterView {
+            at: b.at,
+            event_type: b.event.r#type().to_owned(),
+            reason: b.reason,
+            attempt: b.attempt,
+            event: b.event.to_json_string(),
+        })
+        .collect())
 }

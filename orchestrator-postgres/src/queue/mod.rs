@@ -182,4 +182,10 @@ impl Transport for PgQueue {
     fn exclusive_lanes(&self) -> bool {
         true
     }
+
+    /// True: a terminated event moves to the `dead_letters` table, with its reason, in the
+    /// statement that removes it from the queue.
+    fn keeps_dead_letters(&self) -> bool {
+        true
+    }
 }

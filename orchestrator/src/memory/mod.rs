@@ -35,6 +35,7 @@
 
 mod answers;
 mod catalog;
+mod dead_letters;
 mod dynamic;
 mod in_memory;
 mod index;
@@ -50,6 +51,8 @@ use crate::event::Event;
 
 pub use answers::{AnswerKey, Answers, DynAnswers};
 pub use catalog::{Catalog, Definition, DefinitionKind, DynCatalog, Recorded};
+pub(crate) use dead_letters::GraveyardOf;
+pub use dead_letters::{Buried, DeadLetterStore, DynDeadLetterStore};
 pub use in_memory::{InMemory, InMemoryConfig};
 pub use index::{
     DEFAULT_PAGE, Page, SubjectColumns, TimeRange, WorkflowCursor, WorkflowFilter, WorkflowIndex,
@@ -374,6 +377,13 @@ macro_rules! memory_trait {
             fn answers(&self) -> Option<&dyn DynAnswers> {
                 None
             }
+
+            /// The store's [`DeadLetterStore`], when it keeps dead letters: a
+            /// [`Node`](crate::runtime::Node) whose transport keeps none buries its dead letters
+            /// there. `None` (the default): the store keeps none.
+            fn dead_letter_store(&self) -> Option<&dyn DynDeadLetterStore> {
+                None
+            }
         }
 
         /// Object-safe [`Memory`]: every [`Memory`] is a `DynMemory`, and
@@ -395,6 +405,8 @@ macro_rules! memory_trait {
             fn catalog_dyn(&self) -> Option<&dyn DynCatalog>;
             /// See [`Memory::answers`].
             fn answers_dyn(&self) -> Option<&dyn DynAnswers>;
+            /// See [`Memory::dead_letter_store`].
+            fn dead_letter_store_dyn(&self) -> Option<&dyn DynDeadLetterStore>;
         }
 
         impl<R: Send + Sync + 'static, M: Memory<R>> DynMemory<R> for M {
@@ -408,6 +420,9 @@ macro_rules! memory_trait {
             }
             fn answers_dyn(&self) -> Option<&dyn DynAnswers> {
                 self.answers()
+            }
+            fn dead_letter_store_dyn(&self) -> Option<&dyn DynDeadLetterStore> {
+                self.dead_letter_store()
             }
         }
 
@@ -426,6 +441,9 @@ macro_rules! memory_trait {
             fn answers(&self) -> Option<&dyn DynAnswers> {
                 (**self).answers_dyn()
             }
+            fn dead_letter_store(&self) -> Option<&dyn DynDeadLetterStore> {
+                (**self).dead_letter_store_dyn()
+            }
         }
 
         impl<R: Send + Sync + 'static, M: Memory<R>> Memory<R> for Arc<M> {
@@ -440,6 +458,9 @@ macro_rules! memory_trait {
             }
             fn answers(&self) -> Option<&dyn DynAnswers> {
                 (**self).answers()
+            }
+            fn dead_letter_store(&self) -> Option<&dyn DynDeadLetterStore> {
+                (**self).dead_letter_store()
             }
         }
     };

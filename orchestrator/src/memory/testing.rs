@@ -900,6 +900,60 @@ where
     assert!(answers.iter().all(|a| Some(a) == kept.as_ref()), "every racing caller gets the answer kept");
 }
 
+/// The [`DeadLetterStore`](super::DeadLetterStore) conformance suite: a new store has none;
+/// buried events come back oldest first with their reason, attempt and content (unicode and
+/// quotes included), by workflow or all, paged by position; burying an event again keeps the
+/// first burial; a buried event leaves the store's outbox.
+pub async fn dead_letters<M, F>(make: F)
+where
+    M: Memory<String> + super::DeadLetterStore + crate::outbox::Outbox + 'static,
+    F: Fn(Settings) -> M,
+{
+    let m = make(Settings { lease_ttl: Duration::from_secs(60), retention: Retention::Keep });
+    assert!(m.dead_letter_store().is_some(), "the store says it keeps dead letters");
+    assert!(m.buried(None, 0, 10).await.expect("buried").is_empty(), "a new store has none");
+    let event = |id: &str, subject: &str| {
+        Event::builder()
+            .id(id)
+            .source("com.shop.client")
+            .r#type("com.shop.pay")
+            .subject(subject)
+            .to("com.shop.pay")
+            .data_json(serde_json::json!({"note": "café ✓ \"quoted\" \\ back <script>"}))
+            .build()
+            .expect("a valid event")
+    };
+    let (a1, b1, a2) = (event("e-1", "wf-a"), event("e-2", "wf-b"), event("e-3", "wf-a"));
+    // In flight, then buried: it leaves the outbox.
+    m.advance(None, std::slice::from_ref(&a1)).await.expect("in the outbox");
+    let before = std::time::SystemTime::now() - Duration::from_secs(1);
+    m.bury(&a1, "no handler registered for `to` = `com.shop.pay`", 1).await.expect("bury");
+    assert!(m.pending(0, 10).await.expect("pending").is_empty(), "a buried event leaves the outbox");
+    m.bury(&b1, "the handler returned a violation: bad", 3).await.expect("bury");
+    m.bury(&a2, "the handler panicked: boom", 2).await.expect("bury");
+    m.bury(&a1, "a second burial is ignored", 9).await.expect("bury again");
+
+    let all = m.buried(None, 0, 10).await.expect("buried");
+    let ids: Vec<&str> = all.iter().map(|b| b.event.id()).collect();
+    assert_eq!(ids, ["e-1", "e-2", "e-3"], "oldest first, one per event");
+    assert_eq!(all[0].event, a1, "the event round-trips");
+    assert_eq!(all[0].reason, "no handler registered for `to` = `com.shop.pay`", "the first burial stays");
+    assert_eq!(all[0].attempt, 1);
+    assert_eq!(all[1].attempt, 3);
+    assert!(all[0].at >= before, "buried now");
+    assert!(all.windows(2).all(|w| w[0].seq < w[1].seq), "positions increase");
+
+    let of_a = m.buried(Some("wf-a"), 0, 10).await.expect("by workflow");
+    let ids: Vec<&str> = of_a.iter().map(|b| b.event.id()).collect();
+    assert_eq!(ids, ["e-1", "e-3"], "a workflow's own");
+    assert!(m.buried(Some("wf-none"), 0, 10).await.expect("none").is_empty());
+    let page = m.buried(None, all[0].seq, 1).await.expect("a page");
+    assert_eq!(page.len(), 1);
+    assert_eq!(page[0].event.id(), "e-2", "the page after the first");
+    let dynamic = m.dead_letter_store().expect("dyn").buried_dyn(Some("wf-b"), 0, 10).await.expect("dyn");
+    assert_eq!(dynamic.len(), 1, "the same through the trait object");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

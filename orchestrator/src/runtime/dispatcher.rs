@@ -17,9 +17,13 @@ use super::retry::RetryPolicy;
 use super::settlement::{Outcome, Settlement};
 use crate::event::Event;
 use crate::handler::DynEventHandler;
+use crate::memory::DynDeadLetterStore;
 use crate::outbox::DynOutbox;
 use crate::transport::{Delivery, Subscription, Topics, Transport, TransportError};
 use crate::util::panic::{CatchPanic, catch};
+
+/// How long a dead letter whose bury failed transiently waits before it is tried again.
+pub(crate) const BURY_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Why a [`Dispatcher`] could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -101,6 +105,9 @@ pub struct Dispatcher<P> {
     /// The outbox the products leave once the transport stored them (a durable node on a
     /// transport that [stores what it accepts](Transport::stores_published)).
     released_by_transport: Option<Arc<dyn DynOutbox>>,
+    /// Where dead letters are buried before their delivery is let go (a node whose transport
+    /// [keeps none](Transport::keeps_dead_letters), over a store that keeps them).
+    graveyard: Option<Arc<dyn DynDeadLetterStore>>,
 }
 
 impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
@@ -132,6 +139,7 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
             collectors: Collectors::default(),
             counters: Counters::default(),
             released_by_transport: None,
+            graveyard: None,
         })
     }
 
@@ -171,6 +179,15 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
     #[must_use]
     pub(crate) fn with_release_on_ack(mut self, outbox: Arc<dyn DynOutbox>) -> Self {
         self.released_by_transport = Some(outbox);
+        self
+    }
+
+    /// Buries each dead letter in `store` before its delivery is terminated (see
+    /// [`DeadLetterStore`](crate::memory::DeadLetterStore)): for a transport that
+    /// [keeps none](Transport::keeps_dead_letters).
+    #[must_use]
+    pub(crate) fn with_graveyard(mut self, store: Arc<dyn DynDeadLetterStore>) -> Self {
+        self.graveyard = Some(store);
         self
     }
 
@@ -334,9 +351,29 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
         self.terminate(delivery, DeadLetterReason::NoHandler { to }).await
     }
 
-    /// Reports a dead letter, then terminates its delivery.
+    /// Buries a dead letter in the store (when the node has one for them), reports it, then
+    /// terminates its delivery. A bury that fails transiently leaves the delivery to be tried
+    /// again after [`BURY_RETRY`] (nothing is lost); one that fails for good is logged, and the
+    /// dead letter still goes to the callback or the buffer.
     async fn terminate<D: Delivery>(&self, delivery: D, reason: DeadLetterReason) -> Settled {
         let text = reason.to_string();
+        if let Some(graveyard) = &self.graveyard {
+            match graveyard.bury_dyn(delivery.event(), &text, delivery.attempt()).await {
+                Ok(()) => {}
+                Err(error) if error.is_transient() => {
+                    tracing::warn!(%error, event_id = delivery.event().id(), "cannot bury a dead letter yet: retrying");
+                    bump(&self.counters.retried);
+                    return self.settled(
+                        "nack",
+                        delivery.nack(BURY_RETRY).await,
+                        Settled::Retried(BURY_RETRY),
+                    );
+                }
+                Err(error) => {
+                    tracing::error!(%error, event_id = delivery.event().id(), "cannot bury a dead letter in the store");
+                }
+            }
+        }
         self.report(delivery.event().clone(), reason);
         self.settled("terminate", delivery.terminate(text).await, Settled::DeadLettered)
     }

@@ -123,6 +123,15 @@ pub trait Transport: Send + Sync + 'static {
     fn stores_published(&self) -> bool {
         false
     }
+
+    /// Whether [`Delivery::terminate`] keeps the event where a crash cannot lose it, with its
+    /// reason (a dead-letter table or stream: PostgreSQL's queue, NATS, Redis). `false` (the
+    /// default): a terminated event is gone from the transport, and a
+    /// [`Node`](crate::runtime::Node) buries it in its store when the store keeps dead letters
+    /// ([`Memory::dead_letter_store`](crate::memory::Memory::dead_letter_store)).
+    fn keeps_dead_letters(&self) -> bool {
+        false
+    }
 }
 
 /// A stream of deliveries (see [`Transport::subscribe`]).

@@ -31,4 +31,8 @@ impl<T: Transport> Transport for Arc<T> {
     fn stores_published(&self) -> bool {
         (**self).stores_published()
     }
+
+    fn keeps_dead_letters(&self) -> bool {
+        (**self).keeps_dead_letters()
+    }
 }

@@ -470,6 +470,11 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         if let Some(outbox) = &released_on_publish {
             dispatcher = dispatcher.with_release_on_ack(Arc::clone(outbox));
         }
+        // The transport forgets what it terminates: dead letters are buried in the store.
+        if !self.transport.keeps_dead_letters() && self.store.dead_letter_store().is_some() {
+            let graveyard = crate::memory::GraveyardOf::<M, WorkflowRecord>::new(Arc::clone(&self.store));
+            dispatcher = dispatcher.with_graveyard(Arc::new(graveyard));
+        }
         let dispatcher = Arc::new(dispatcher);
         let transport = Arc::new(self.transport);
         // Read what a previous run left in flight before any worker produces more.
