@@ -223,22 +223,19 @@ pub fn cpu_time() -> Option<Duration> {
     Some(Duration::from_millis(ticks * 10))
 }
 
-/// Runs a worker (see the [module documentation](self)) until `stop` completes: then it stops
-/// claiming, lets its running deliveries finish (30 s at most; the rest are handed back) and
-/// returns its counters.
-pub async fn worker(
-    options: WorkerOptions,
-    stop: impl Future<Output = &'static str>,
-) -> Result<WorkerReport, ClusterError> {
-    let name = options.name.clone();
+/// A worker's node: the order workflow and its services, a pool each, on the store's queue.
+async fn build_worker(
+    options: &WorkerOptions,
+    connect_timeout: Duration,
+) -> Result<Node<PgStore<WorkflowRecord>, PgQueue>, ClusterError> {
     let store = Arc::new(
         open(
             &options.database_url,
             &options.schema,
-            &name,
+            &options.name,
             options.connections,
             options.committers,
-            options.connect_timeout,
+            connect_timeout,
         )
         .await?,
     );
@@ -248,7 +245,7 @@ pub async fn worker(
         service_topics().map_err(|e| ClusterError::Usage(format!("the shop's services: {e}")))?,
     )
     .map_err(|_| ClusterError::Usage("the shop has three services".into()))?;
-    let node = Node::builder(Arc::clone(&store))
+    Ok(Node::builder(Arc::clone(&store))
         .transport(queue)
         .durable()
         .heartbeat(Heartbeat::from_lease(options.visibility))
@@ -262,7 +259,35 @@ pub async fn worker(
         .pool(payment, pools.payment)
         .pool(shipping, pools.shipping)
         .build()
-        .await?;
+        .await?)
+}
+
+/// Runs a worker (see the [module documentation](self)) until `stop` completes: then it stops
+/// claiming, lets its running deliveries finish (30 s at most; the rest are handed back) and
+/// returns its counters.
+pub async fn worker(
+    options: WorkerOptions,
+    stop: impl Future<Output = &'static str>,
+) -> Result<WorkerReport, ClusterError> {
+    let name = options.name.clone();
+    // The database may be restarting: the node is built again (its store opened again) while it
+    // fails transiently, until the connect timeout.
+    let deadline = Instant::now() + options.connect_timeout;
+    let node = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match build_worker(&options, left).await {
+            Ok(node) => break node,
+            Err(ClusterError::Node(NodeError::Store(e))) if e.is_transient() && !left.is_zero() => {
+                eprintln!("[{name}] the database failed while the worker started ({e}); trying again");
+            }
+            Err(ClusterError::Node(NodeError::Transport(e))) if e.is_transient() && !left.is_zero() => {
+                eprintln!("[{name}] the database failed while the worker started ({e}); trying again");
+            }
+            Err(e) => return Err(e),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let pools = options.pools;
     println!(
         "[{name}] pid {}: schema {}, pools orders {} inventory {} payment {} shipping {}, {} connections",
         std::process::id(),
@@ -623,7 +648,11 @@ pub async fn start(
     let outcomes = std::mem::take(&mut *outcomes.lock().unwrap_or_else(PoisonError::into_inner));
     let elapsed = started.elapsed();
     bar.finish();
-    let _ = tokio::time::timeout(Duration::from_secs(30), node.stop()).await;
+    // Drain the run's client topic (a completion delivered twice, at least once, is acked
+    // rather than left for a client that is gone), then stop.
+    if tokio::time::timeout(Duration::from_secs(10), node.shutdown()).await.is_err() {
+        let _ = tokio::time::timeout(Duration::from_secs(30), node.stop()).await;
+    }
     let report = StartReport { tag, subjects, outcomes, elapsed };
     println!("[start] {report}");
     Ok(report)
