@@ -4,6 +4,10 @@
 #
 #   benches/cluster-scale.sh [WORKFLOWS] [PROCESSES...]     # default: 6000 workflows; 1 2 4
 #
+# PGSS=1 loads pg_stat_statements and prints, after each row, the statements that took the
+# server's time (calls per workflow, mean time).
+# IN_FLIGHT=N keeps at most N workflows running (`cluster start --in-flight N`); unset, every
+# workflow is queued at once.
 # The server is a throwaway cluster of its own (initdb in a temporary directory, a free port,
 # default settings: fsync and synchronous_commit on), so that its CPU time is this bench's alone
 # (the sum over its processes, from /proc). Each row gets a fresh schema; the workers start, then
@@ -40,8 +44,9 @@ cleanup() {
 trap cleanup EXIT
 (cd "$DIR" && as_pg "$PGBIN/initdb" -D "$DIR/data" -U postgres --auth=trust -E UTF8 --no-instructions >/dev/null)
 (cd "$DIR" && as_pg "$PGBIN/pg_ctl" start -D "$DIR/data" -l "$DIR/server.log" -w \
-  -o "-p $PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories=$DIR -c max_connections=200" >/dev/null)
+  -o "-p $PORT -c listen_addresses=127.0.0.1 -c unix_socket_directories=$DIR -c max_connections=200 ${PGSS:+-c shared_preload_libraries=pg_stat_statements}" >/dev/null)
 URL="postgres://postgres@127.0.0.1:$PORT/postgres"
+[[ -n ${PGSS:-} ]] && "$PGBIN/psql" -qc "CREATE EXTENSION pg_stat_statements" "$URL"
 POSTMASTER=$(head -1 "$DIR/data/postmaster.pid")
 SERVER_VERSION=$("$PGBIN/psql" -Atc "SHOW server_version" "$URL")
 
@@ -72,13 +77,21 @@ for n in "${PROCESSES[@]}"; do
   for pid in "${pids[@]}"; do workers_before=$((workers_before + $(ticks "$pid"))); done
   server_before=$(server_ticks)
   commits_before=$(commits)
+  [[ -n ${PGSS:-} ]] && "$PGBIN/psql" -qAtc "SELECT pg_stat_statements_reset()" "$URL" >/dev/null
   start_out=$(/usr/bin/time -f "START_CPU %U %S" "$BIN" start --database-url "$URL" --schema "$schema" \
-    --workflows "$WORKFLOWS" --timeout 600 --no-progress 2>&1)
+    --workflows "$WORKFLOWS" --timeout 600 --no-progress ${IN_FLIGHT:+--in-flight "$IN_FLIGHT"} 2>&1)
   server_after=$(server_ticks)
   workers_after=0
   for pid in "${pids[@]}"; do workers_after=$((workers_after + $(ticks "$pid"))); done
   sleep 1.5 # the backends publish their counters
   commits_after=$(commits)
+  if [[ -n ${PGSS:-} ]]; then
+    # The statements that took the server's time, per event (to stderr).
+    "$PGBIN/psql" -P pager=off -c "SELECT calls, round(calls::numeric / $WORKFLOWS, 2) AS per_workflow,
+        round(total_exec_time::numeric, 0) AS total_ms, round(mean_exec_time::numeric, 3) AS mean_ms,
+        left(regexp_replace(query, '\s+', ' ', 'g'), 70) AS query
+      FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12" "$URL" >&2
+  fi
   kill -TERM "${pids[@]}"
   wait "${pids[@]}" || true
   summary=$(grep -o '[0-9]* workflows in [0-9.]*m\?s: .*' <<<"$start_out" | tail -1)
@@ -94,11 +107,11 @@ for n in "${PROCESSES[@]}"; do
   events=$((handled + completed))
   line=$(python3 - "$n" "$WORKFLOWS" "$completed" "$missing" "$events" "$wall" \
     "$(secs $((workers_after - workers_before)))" "$start_cpu" "$(secs $((server_after - server_before)))" \
-    "$((commits_after - commits_before))" "$SERVER_VERSION" "$TAG" <<'PY'
+    "$((commits_after - commits_before))" "$SERVER_VERSION" "$TAG" "${IN_FLIGHT:-all}" <<'PY'
 import json, sys
 n, wf, done, missing, events = (int(x) for x in sys.argv[1:6])
 wall, workers, start, server = (float(x) for x in sys.argv[6:10])
-commits, version, tag = int(sys.argv[10]), sys.argv[11], sys.argv[12]
+commits, version, tag, in_flight = int(sys.argv[10]), sys.argv[11], sys.argv[12], sys.argv[13]
 us = lambda s: round(s * 1e6 / max(events, 1), 1)
 print(json.dumps({
     "name": f"cluster_{n}proc", "worker_processes": n, "workflows": wf, "completed": done,
@@ -108,7 +121,7 @@ print(json.dumps({
     "cpu_us_per_event": {"workers": us(workers), "start": us(start), "server": us(server),
                          "all": us(workers + start + server)},
     "commits": commits, "commits_per_event": round(commits / max(events, 1), 2),
-    "params": {"pools": "orders 32, inventory 8, payment 8, shipping 8 per worker",
+    "params": {"in_flight": in_flight, "pools": "orders 32, inventory 8, payment 8, shipping 8 per worker",
                "connections_per_worker": 8, "committers": 1, "server": f"PostgreSQL {version}, throwaway, defaults",
                "events_note": "deliveries the workers handled plus the completions the start received",
                "cpu_note": "from /proc: workers and the server (postmaster and its children) over the start's run"},

@@ -16,7 +16,8 @@
 //! (how long a claim lasts, default 30), `--status-every SECS` (default 1; 0: no status line).
 //!
 //! `start` options: `--workflows N` (default 100), `--rate N` (workflows started per second,
-//! default as fast as possible), `--timeout SECS` (default 300), `--tag TAG` (names the run),
+//! default as fast as possible), `--in-flight N` (at most N workflows running at once, the next
+//! starting when one completes; default no limit), `--timeout SECS` (default 300), `--tag TAG` (names the run),
 //! `--no-progress`. It exits with 1 when a workflow failed or is missing.
 //!
 //! Both take `--database-url URL` (default: `DATABASE_URL`) and `--schema NAME` (default
@@ -32,7 +33,7 @@ const USAGE: &str = "usage: cluster worker [--database-url URL] [--schema NAME] 
                      [--order-workers N] [--inventory-workers N] [--payment-workers N] [--shipping-workers N] \
                      [--connections N] [--committers N] [--visibility SECS] [--status-every SECS]\n       \
                      cluster start [--database-url URL] [--schema NAME] [--workflows N] [--rate N] \
-                     [--timeout SECS] [--tag TAG] [--no-progress]";
+                     [--in-flight N] [--timeout SECS] [--tag TAG] [--no-progress]";
 
 /// A command line.
 enum Command {
@@ -85,6 +86,7 @@ fn parse(args: Vec<String>) -> Result<Command, String> {
             }
             ("start", "--workflows") => start.workflows = number(&flag, value())?,
             ("start", "--rate") => start.rate = Some(number(&flag, value())?),
+            ("start", "--in-flight") => start.in_flight = Some(number(&flag, value())?),
             ("start", "--timeout") => start.timeout = seconds(&flag, value())?,
             ("start", "--tag") => {
                 start.tag = value().ok_or_else(|| format!("--tag needs a value\n{USAGE}"))?

@@ -30,6 +30,7 @@ use orchestrator::runtime::pool::LifecycleEvent;
 use orchestrator::runtime::{Heartbeat, Node, NodeError, RetryPolicy};
 use orchestrator::subject::SubjectError;
 use orchestrator_postgres::{OpenError, PgConfig, PgQueue, PgStore, QueueConfig};
+use tokio::sync::Semaphore;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::nats_order::{order, order_topic, service_topics};
@@ -173,9 +174,12 @@ pub fn retry_policy() -> RetryPolicy {
     RetryPolicy { max_attempts: 20, max_delay: Duration::from_secs(5), ..RetryPolicy::default() }
 }
 
-/// The queue settings every process of the example uses, with claims that last `visibility`.
+/// The queue settings every process of the example uses, with claims that last `visibility`:
+/// otherwise the defaults (a poll interval shorter than the default 250 ms costs the server more
+/// than it saves: each process's feeds reap lapsed claims once per interval, a scan of the
+/// queue; enqueues wake the pollers through `LISTEN/NOTIFY` anyway; see BENCHMARKS.md).
 pub fn queue_config(visibility: Duration) -> QueueConfig {
-    QueueConfig { visibility, poll: Duration::from_millis(100), ..QueueConfig::default() }
+    QueueConfig { visibility, ..QueueConfig::default() }
 }
 
 /// Opens the store in `schema` as node `name`, trying again for up to `connect_timeout` while
@@ -388,6 +392,9 @@ pub struct StartOptions {
     pub timeout: Duration,
     /// Start at most this many workflows per second (`None`, the default: as fast as possible).
     pub rate: Option<f64>,
+    /// Keep at most this many workflows running at once: the next starts when one completes
+    /// (`None`, the default: no limit; every workflow is queued at once).
+    pub in_flight: Option<usize>,
     /// Show a progress bar on stderr (default true; hidden anyway when stderr is not a terminal).
     pub progress: bool,
     /// How long to keep trying to reach the database at start (default 30 s).
@@ -405,6 +412,7 @@ impl StartOptions {
             tag: format!("{:x}", now.as_millis()),
             timeout: Duration::from_secs(300),
             rate: None,
+            in_flight: None,
             progress: true,
             connect_timeout: Duration::from_secs(30),
         }
@@ -586,16 +594,18 @@ pub async fn start(
     let deadline = tokio::time::Instant::now() + options.timeout;
     // The waiters first, so that no completion arrives unawaited. Each writes its outcome.
     let outcomes = Arc::new(Mutex::new(vec![Outcome::Missing; n]));
+    let room = Arc::new(Semaphore::new(options.in_flight.unwrap_or(Semaphore::MAX_PERMITS).max(1)));
     let waiters: Vec<_> = subjects
         .iter()
         .enumerate()
         .map(|(i, subject)| {
             let (node, subject, bar) = (Arc::clone(&node), subject.clone(), bar.clone());
-            let outcomes = Arc::clone(&outcomes);
+            let (outcomes, room) = (Arc::clone(&outcomes), Arc::clone(&room));
             tokio::spawn(async move {
                 if let Ok(event) = tokio::time::timeout_at(deadline, node.wait(&subject)).await {
                     outcomes.lock().unwrap_or_else(PoisonError::into_inner)[i] = outcome(&event);
                     bar.inc(1);
+                    room.add_permits(1);
                 }
             })
         })
@@ -607,12 +617,17 @@ pub async fn start(
     let starts: Vec<_> = (0..LANES.min(n.max(1)))
         .map(|lane| {
             let (node, inits, rate) = (Arc::clone(&node), Arc::clone(&inits), options.rate);
+            let room = Arc::clone(&room);
             let within = options.timeout;
             tokio::spawn(async move {
                 for i in (lane..inits.len()).step_by(LANES) {
                     if let Some(rate) = rate.filter(|r| *r > 0.0) {
                         let due = Duration::from_secs_f64(i as f64 / rate);
                         tokio::time::sleep_until(tokio::time::Instant::from_std(started) + due).await;
+                    }
+                    // A place among the workflows in flight, given back by its completion.
+                    if let Ok(permit) = room.acquire().await {
+                        permit.forget();
                     }
                     start_one(&node, &inits[i], within).await?;
                 }
