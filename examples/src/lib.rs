@@ -1,8 +1,10 @@
 //! Example contracts shared by the examples, the `orchestrator` command-line tool and the tests:
 //! the calculator services and the averaging workflow of Arvo's own examples, and the
-//! order-fulfilment workflow of the main example, and its roles across processes over NATS.
+//! order-fulfilment workflow of the main example, its roles across processes over NATS, and its
+//! workers and starts on one PostgreSQL database shared by several processes.
 
 pub mod calculator;
+pub mod cluster;
 pub mod nats_order;
 pub mod orders;
 
