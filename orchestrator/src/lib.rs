@@ -68,6 +68,7 @@ pub mod factory;
 mod field_error;
 pub mod guide;
 pub mod handler;
+pub mod harness;
 pub mod json;
 pub mod machine;
 pub mod memory;
