@@ -164,7 +164,8 @@
 //!
 //! The [module documentation](crate::harness) compiles and runs it in full, with an example for
 //! a service handler and one for a resumable; `tests/harness.rs` has more (the reports of failed
-//! expectations, `repeat`).
+//! expectations, `repeat`), and `examples/tests/orders_harness.rs` tests the order workflow of
+//! `examples/src/orders.rs` with it (its payment timeout included).
 //!
 //! ## Coming from Arvo
 //!
