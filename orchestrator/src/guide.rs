@@ -2,7 +2,7 @@
 //!
 //! A first durable workflow in a few minutes: what to put in `Cargo.toml`, a complete program,
 //! what [`machine!`](crate::machine!) generates and how its names are formed, a human-approval
-//! recipe, and what differs from Arvo if you come from TypeScript.
+//! recipe, how to test a workflow, and what differs from Arvo if you come from TypeScript.
 //!
 //! ## Dependencies
 //!
@@ -134,6 +134,38 @@
 //! publishes the answer built with `EventFactory::<ApprovalV1>::emits(…)` with the request's
 //! subject and `parentid`. `examples/agent_loop.rs` and `examples/approval_parallel.rs` run
 //! such workflows.
+//!
+//! ## Testing a workflow
+//!
+//! [`harness`](crate::harness) runs scenarios against a handler with no infrastructure (Arvo's
+//! `runArvoTestSuites`): each [`Step`](crate::harness::Step) sends an event (given, built from
+//! the events emitted so far, or the answer to the last request of a service with
+//! [`Step::answer`](crate::harness::Step::answer)) or moves a manual clock
+//! ([`Step::advance`](crate::harness::Step::advance), which fires the `after` timers that fall
+//! due), and expects events matched by type and by predicates on their data, or a violation. The
+//! [`Report`](crate::harness::Report) lists every failed expectation by step, and a
+//! [`Repeat`](crate::harness::Repeat) runs a nondeterministic scenario (an LLM-driven agent)
+//! several times against a success threshold. The test of the approval recipe above:
+//!
+//! ```rust,ignore
+//! use orchestrator::harness::{Expect, Scenario, Step, TestEnv};
+//!
+//! let claims = |env: &TestEnv| {
+//!     Orchestrator::builder(env.memory()).machine::<ClaimFlow>().clock(env.clock()).build()
+//! };
+//! Scenario::new("nobody answers for a day")
+//!     .step(Step::send(init).expect(Expect::event_type("com.acme.approval")))
+//!     .step(Step::advance(Duration::from_secs(86_400))
+//!         .expect(Expect::event_type("arvo.orc.claim.done").field("approved", json!(false))))
+//!     .run(claims)
+//!     .await
+//!     .assert();
+//! ```
+//!
+//! The [module documentation](crate::harness) compiles and runs it in full, with an example for
+//! a service handler and one for a resumable; `tests/harness.rs` has more (the reports of failed
+//! expectations, `repeat`), and `examples/tests/orders_harness.rs` tests the order workflow of
+//! `examples/src/orders.rs` with it (its payment timeout included).
 //!
 //! ## Coming from Arvo
 //!

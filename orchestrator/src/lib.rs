@@ -18,6 +18,8 @@
 //!   [`orchestration::Orchestrator`], which runs versioned machines as an event handler;
 //! - [`telemetry`]: OpenTelemetry spans with Arvo's names and attributes, W3C trace context carried
 //!   in events (feature `opentelemetry`);
+//! - [`harness`]: scenarios that test a service, a machine orchestrator or a resumable with no
+//!   infrastructure (expected events or violations, a manual clock, repeated runs);
 //! - [`violation::Violation`]: faults returned to the caller, as opposed to
 //!   [`contract::SystemErrorPayload`] events for ordinary failures.
 //!
@@ -68,6 +70,7 @@ pub mod factory;
 mod field_error;
 pub mod guide;
 pub mod handler;
+pub mod harness;
 pub mod json;
 pub mod machine;
 pub mod memory;
