@@ -23,18 +23,20 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use orchestrator::factory::FactoryError;
+use orchestrator::handler::service::Emissions;
 use orchestrator::memory::NodeId;
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator::runtime::pool::LifecycleEvent;
 use orchestrator::runtime::{Heartbeat, Node, NodeError, RetryPolicy};
 use orchestrator::subject::SubjectError;
+use orchestrator_postgres::effects::{EffectTx, Transactional};
 use orchestrator_postgres::{OpenError, PgConfig, PgQueue, PgStore, QueueConfig};
 use tokio::sync::Semaphore;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::nats_order::{order, order_topic, service_topics};
-use crate::orders::{OrderFlow, OrderOutcome, OrderV1, services};
+use crate::orders::{OrderFlow, OrderOutcome, OrderV1, Payment, PaymentV1, services};
 
 /// The schema every process of the example uses unless told otherwise.
 pub const DEFAULT_SCHEMA: &str = "cluster";
@@ -57,6 +59,9 @@ pub enum ClusterError {
     /// A subject could not be built.
     #[error(transparent)]
     Subject(#[from] SubjectError),
+    /// A statement of the example's own (creating its charges table) failed.
+    #[error("the database refused the example's table: {0}")]
+    Sql(tokio_postgres::Error),
     /// A bad option.
     #[error("{0}")]
     Usage(String),
@@ -255,7 +260,7 @@ async fn build_worker(
         .heartbeat(Heartbeat::from_lease(options.visibility))
         .retry(retry_policy())
         .service(services::inventory()?)
-        .service(services::payment()?)
+        .service(ledgered_payment(&store, &options.database_url, &options.schema).await?)
         .service(services::shipping()?)
         .orchestrator(Orchestrator::builder(Arc::clone(&store)).machine::<OrderFlow>())
         .pool(order_topic(), pools.orders)
@@ -264,6 +269,68 @@ async fn build_worker(
         .pool(shipping, pools.shipping)
         .build()
         .await?)
+}
+
+/// The table where the payment service writes each charge it makes, in the store's schema.
+pub const CHARGES: &str = "charges";
+
+/// The payment service with its effect: each charge is a row of the `charges` table (see
+/// [`CHARGES`]), written in the transaction that records the service's answer and settles the
+/// request's delivery ([`PgStore::transactional`]). So a charge is made once per request,
+/// whatever crashes and redeliveries: the table has no unique key that would hide a second one.
+async fn ledgered_payment(
+    store: &PgStore<WorkflowRecord>,
+    url: &str,
+    schema: &str,
+) -> Result<Transactional<ServiceHandler<Payment>>, ClusterError> {
+    let table = format!("\"{}\".{CHARGES}", schema.replace('"', "\"\""));
+    create_charges(url, &table).await?;
+    let insert = Arc::new(format!(
+        "INSERT INTO {table} (request_id, order_id, amount_cents, approved) VALUES ($1, $2, $3, $4)"
+    ));
+    let handler = ServiceHandler::<Payment>::builder()
+        .version(move |input: ServiceInput<PaymentV1>| {
+            let insert = Arc::clone(&insert);
+            async move {
+                let Some(charge) = services::charge(&input.payload) else { return Ok(Emissions::none()) };
+                let written = async {
+                    let amount = i64::try_from(input.payload.amount_cents).unwrap_or(i64::MAX);
+                    EffectTx::current()?
+                        .execute(
+                            &insert,
+                            &[&input.event.id(), &input.payload.order_id, &amount, &charge.approved],
+                        )
+                        .await
+                };
+                // A failed write is transient (the database restarting, a lost connection): the
+                // request is tried again, and the transaction rolled back meanwhile.
+                written
+                    .await
+                    .map_err(|e| Violation::transaction(TransactionCause::WriteFailure, e.to_string()))?;
+                Ok(Emissions::from(Emit::new(charge)))
+            }
+        })
+        .build()?;
+    Ok(store.transactional(handler))
+}
+
+/// Creates the charges table `table` unless it exists (several workers may try at once).
+async fn create_charges(url: &str, table: &str) -> Result<(), ClusterError> {
+    let (client, connection) =
+        tokio_postgres::connect(url, tokio_postgres::NoTls).await.map_err(ClusterError::Sql)?;
+    let connection = tokio::spawn(connection);
+    let create = format!(
+        "CREATE TABLE IF NOT EXISTS {table} (request_id TEXT NOT NULL, order_id TEXT NOT NULL, \
+         amount_cents BIGINT NOT NULL, approved BOOLEAN NOT NULL, charged_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+    );
+    let mut result = client.batch_execute(&create).await;
+    if result.is_err() {
+        // Another worker created it at the same moment: the second try finds it.
+        result = client.batch_execute(&create).await;
+    }
+    drop(client);
+    let _ = connection.await;
+    result.map_err(ClusterError::Sql)
 }
 
 /// Runs a worker (see the [module documentation](self)) until `stop` completes: then it stops

@@ -14,9 +14,10 @@
 //! Then, from the store itself: every workflow completed exactly once, with the status its order
 //! calls for; each journal is gapless (versions 1..=n, the number of steps its path takes),
 //! starts with its init, consumes no event twice, produces one completion and ends with the
-//! record; every recorded effect was applied once per request ([`check_effects_applied_once`],
-//! a place kept for the recorded effects); no delivery is left queued, claimed or in flight, no
-//! lease is held, no timer is pending; the dead letters are exactly the two poison events.
+//! record; every recorded effect (a charge the payment service writes in its answer's
+//! transaction) was applied once per request ([`check_effects_applied_once`]); no delivery is
+//! left queued, claimed or in flight, no lease is held, no timer is pending; the dead letters
+//! are exactly the two poison events.
 //!
 //! Size: `CLUSTER_FAULT_WORKFLOWS` workflows (default 600) started at `CLUSTER_FAULT_RATE` per
 //! second (default 40). On the 2-core machine, shared with other builds (debug build, 2026-11-26):
@@ -293,16 +294,56 @@ fn steps(expected: &str, i: usize) -> u64 {
     }
 }
 
-/// THE PLACE FOR THE RECORDED-EFFECTS CHECK (being built on another branch): once handlers
-/// record their effects with an idempotency key per request, check here, from the store, that
-/// every recorded effect of the workflows `subjects` was applied exactly once per request (one
-/// effect row per key, none for a request that was never made). Until then it checks nothing
-/// and says so.
-async fn check_effects_applied_once(_store: &PgStore<WorkflowRecord>, subjects: &[String]) {
-    println!(
-        "recorded effects: not checked for {} workflows (the effects recorder is not on this branch yet)",
-        subjects.len()
-    );
+/// Every effect applied once per request: the payment service writes each charge it makes in
+/// the transaction that records its answer and settles the request (see
+/// `orchestrator_examples::cluster`), and the `charges` table has no unique key that would hide
+/// a second one. So, from the store: one charge for each order that reached the payment (a
+/// regular or a declined order: three or more steps), none for an order out of stock, each for
+/// a distinct request, and each request's answer recorded.
+async fn check_effects_applied_once(
+    sql: &tokio_postgres::Client,
+    schema: &str,
+    report: &StartReport,
+    tag: &str,
+) {
+    let rows = sql
+        .query(
+            &format!(
+                "SELECT order_id, count(*), count(DISTINCT request_id) FROM \"{schema}\".{} GROUP BY order_id",
+                cluster::CHARGES
+            ),
+            &[],
+        )
+        .await
+        .expect("the charges");
+    let charged: HashMap<String, (i64, i64)> =
+        rows.iter().map(|r| (r.get::<_, String>(0), (r.get::<_, i64>(1), r.get::<_, i64>(2)))).collect();
+    let mut expected_total = 0;
+    for i in 0..report.subjects.len() {
+        let (init, expected) = cluster::init_event(tag, i).expect("an init");
+        let order_id = init.data_value()["order_id"].as_str().expect("an order id").to_owned();
+        let want = i64::from(steps(expected, i) >= 3);
+        expected_total += want;
+        let (charges, requests) = charged.get(&order_id).copied().unwrap_or((0, 0));
+        assert_eq!(charges, want, "order {order_id} ({expected}) was charged {charges} times");
+        assert_eq!(requests, want, "order {order_id}: one request per charge");
+    }
+    let total: i64 = charged.values().map(|(n, _)| n).sum();
+    assert_eq!(total, expected_total, "no charge for an order this run did not start");
+    let unanswered = sql
+        .query_one(
+            &format!(
+                "SELECT count(*) FROM \"{schema}\".{} c WHERE NOT EXISTS \
+                 (SELECT 1 FROM \"{schema}\".answers a WHERE a.id = c.request_id)",
+                cluster::CHARGES
+            ),
+            &[],
+        )
+        .await
+        .expect("the answers")
+        .get::<_, i64>(0);
+    assert_eq!(unanswered, 0, "every charge commits with its recorded answer");
+    println!("recorded effects: {total} charges, each applied once per request and answered");
 }
 
 /// Checks every workflow of `report` from the store (see the module documentation); returns
@@ -469,9 +510,9 @@ async fn worker_processes_complete_every_workflow_once_through_kills_pauses_and_
 
     // From the store itself.
     let (steps, completion_ids) = check_store(&checker, &report, &tag).await;
-    check_effects_applied_once(&checker, &report.subjects).await;
     let (sql, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("connect");
     let connection = tokio::spawn(connection);
+    check_effects_applied_once(&sql, &schema, &report, &tag).await;
     let count = |table: &str, filter: &str| format!("SELECT count(*) FROM \"{schema}\".{table} {filter}");
     let number = async |query: String| sql.query_one(&query, &[]).await.expect(&query).get::<_, i64>(0);
     let journal = number(count("journal", "")).await;
