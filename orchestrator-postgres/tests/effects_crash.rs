@@ -10,8 +10,7 @@
 
 mod common;
 
-use std::io::Read;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +22,8 @@ use orchestrator::runtime::Node;
 use orchestrator::transport::Transport;
 use orchestrator_postgres::effects::EffectTx;
 use orchestrator_postgres::{PgConfig, PgStore, QueueConfig};
+
+use common::child::{self, Rng, output};
 
 const CHILD_SCHEMA: &str = "ORCHESTRATOR_PG_EFFECTS_SCHEMA";
 const SERVICE: &str = "com.test.deposit";
@@ -152,47 +153,14 @@ fn effects_crash_child() {
 }
 
 fn spawn_child(schema: &str) -> Child {
-    Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["--exact", "effects_crash_child", "--ignored", "--nocapture", "--test-threads", "1"])
-        .env(CHILD_SCHEMA, schema)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn the child")
-}
-
-fn output(child: &mut Child) -> String {
-    let mut out = String::new();
-    if let Some(stdout) = child.stdout.as_mut() {
-        let _ = stdout.read_to_string(&mut out);
-    }
-    if let Some(stderr) = child.stderr.as_mut() {
-        let _ = stderr.read_to_string(&mut out);
-    }
-    out
-}
-
-/// xorshift64*: kill moments that a seed reproduces.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
-    }
+    child::spawn_test("effects_crash_child", &[(CHILD_SCHEMA, schema)])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn effects_apply_once_across_kills() {
     let Some(url) = common::database_url() else { return };
     let schema = common::fresh_schema();
-    let seed = std::env::var("CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64)
-            | 1
-    });
-    println!("CRASH_SEED={seed}");
+    let seed = child::seed();
     let mut rng = Rng(seed);
     let store: PgStore<WorkflowRecord> = PgStore::open(config(&url, &schema)).await.expect("open");
     let queue = store.queue(QueueConfig::default());

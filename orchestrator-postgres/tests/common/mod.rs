@@ -2,6 +2,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod child;
 pub mod cluster;
 pub mod workload;
 
