@@ -1082,3 +1082,51 @@ async fn a_publish_timeout_bounds_the_wait() {
     within(broker.wait_idle()).await;
     assert_eq!((broker.stats().delivered, broker.stats().rejected), (2, 1));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The event size limit
+
+/// An event built in code is held to the limit the parsers apply to bytes (1 MiB by default):
+/// an 8.9 MB one is refused at publish with a typed error naming it, and nothing is queued;
+/// a handler producing an event larger than the limit publishes none of its products and its
+/// event is a dead letter saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_larger_than_the_limit_are_refused_where_they_enter() {
+    let broker = Broker::builder().handler(Echo).workers(2).build().unwrap();
+    let big = event(CLIENT, "com.test.echo", "s", json!({"reply": CLIENT, "blob": "x".repeat(8_900_000)}));
+    for refused in [broker.publish(big.clone()), broker.publish_wait(big.clone()).await] {
+        match refused {
+            Err(BrokerError::EventTooLarge(e)) => {
+                assert_eq!((e.id.as_str(), e.size, e.max), (big.id(), big.encoded_len(), 1024 * 1024));
+                assert!(e.size > 8_900_000, "{e}");
+            }
+            other => panic!("expected EventTooLarge, got {other:?}"),
+        }
+    }
+    within(broker.wait_idle()).await;
+    assert_eq!(broker.stats().published, 0, "nothing was queued");
+
+    // Under the limit in, over it out: the echo adds its own envelope around the same data.
+    let limit = 2_000;
+    let broker = Broker::builder().handler(Echo).workers(2).max_event_bytes(limit).build().unwrap();
+    let reply = "com.test.nobody";
+    let mut data = json!({"reply": reply, "blob": ""});
+    let fits = |data: &Value| event(CLIENT, "com.test.echo", "s", data.clone()).encoded_len();
+    data["blob"] = json!("x".repeat(limit - fits(&data)));
+    let trigger = event(CLIENT, "com.test.echo", "s", data);
+    assert_eq!(trigger.encoded_len(), limit);
+    broker.publish(trigger.clone()).unwrap();
+    within(broker.wait_idle()).await;
+    let dead = broker.take_dead_letters();
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0].event.id(), trigger.id(), "the event whose handler produced it");
+    match &dead[0].reason {
+        DeadLetterReason::EventTooLarge(e) => {
+            assert_eq!((e.event_type.as_str(), e.max), ("evt.test.echo.done", limit));
+            assert!(e.size > limit);
+        }
+        other => panic!("expected EventTooLarge, got {other:?}"),
+    }
+    assert_eq!(broker.stats().published, 1, "the echo published nothing");
+    broker.shutdown().await;
+}

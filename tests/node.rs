@@ -397,3 +397,41 @@ async fn a_node_runs_a_service_in_a_pool_of_its_own_that_can_be_resized() {
     let unknown = Node::builder(Arc::clone(&store)).pool("com.nobody", 1).build().await;
     assert!(matches!(unknown, Err(NodeError::NoHandlerForPool { .. })));
 }
+
+/// An event built in code is held to the node's limit (1 MiB by default, the limit the parsers
+/// apply to bytes): an 8.9 MB init is refused by `start` with a typed error naming it, and
+/// nothing is stored, published or delivered. Before, it went through the transport, the
+/// store and the handlers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_init_larger_than_the_limit_is_refused_and_nothing_is_stored_or_delivered() {
+    let store = Arc::new(InMemory::<WorkflowRecord>::default());
+    let node = Node::builder(Arc::clone(&store))
+        .service(services::add().expect("add"))
+        .service(services::divide().expect("divide"))
+        .orchestrator(Orchestrator::builder(Arc::clone(&store)).machine::<AverageFlow>())
+        .client(CLIENT)
+        .without_timers()
+        .build()
+        .await
+        .expect("node");
+    // An init built in code carrying 8.9 MB.
+    let small_init = init(1);
+    let mut data = small_init.data().clone();
+    data.insert("blob".to_owned(), serde_json::Value::String("x".repeat(8_900_000)));
+    let big = small_init.to_builder().data_json(serde_json::Value::Object(data)).build().expect("init");
+    assert!(big.encoded_len() > 8_800_000, "{}", big.encoded_len());
+    for refused in [node.start(big.clone()).await.map(drop), node.run(big.clone()).await.map(drop)] {
+        match refused {
+            Err(NodeError::EventTooLarge(e)) => {
+                assert_eq!((e.id.as_str(), e.size, e.max), (big.id(), big.encoded_len(), 1024 * 1024));
+                assert!(e.to_string().contains(big.id()), "{e}");
+            }
+            other => panic!("expected EventTooLarge, got {other:?}"),
+        }
+    }
+    node.transport().wait_idle().await;
+    assert_eq!(node.status(big.subject()).await.expect("status"), None, "nothing stored");
+    assert_eq!(node.dispatcher().stats().delivered, 0, "nothing delivered");
+
+    node.shutdown().await;
+}

@@ -1186,3 +1186,27 @@ async fn a_context_json_cannot_represent_fails_the_step_that_produced_it() {
     let record = stored(orc.memory(), init.subject()).await.unwrap().record;
     assert!(matches!(record.execution_status, ExecutionStatus::Failure { .. }), "the failure is latched");
 }
+
+/// A step that emits an event larger than the limit (a node's, 1 MiB by default) fails like
+/// any failure: the event is not emitted, the state stays as it was (none, for an init), the
+/// failure is latched and the initiator gets a system error naming the event, its size and the
+/// limit. Before, the event left and was refused only when parsed again (or not at all).
+#[tokio::test]
+async fn a_step_emitting_an_event_larger_than_the_limit_fails() {
+    let orc = Orchestrator::builder(fast_memory(Retention::Keep))
+        .machine::<CalcAdd>()
+        .max_event_bytes(200)
+        .build()
+        .unwrap();
+    let init = EventFactory::<CalcV1>::new().init(CalcInput { a: 1.0, b: 2.0 }, client()).unwrap();
+    let out = orc.execute(&init).await.unwrap();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].r#type(), "sys.arvo.orc.test.calc.error", "{out:?}");
+    assert_eq!(out[0].data()["errorName"], "EventTooLarge");
+    let message = out[0].data()["errorMessage"].as_str().unwrap();
+    assert!(message.contains("larger than the limit of 200 bytes"), "{message}");
+    assert!(message.contains("(type `com.calc.add`)"), "{message}");
+    let record = stored(orc.memory(), init.subject()).await.unwrap().record;
+    assert!(matches!(record.execution_status, ExecutionStatus::Failure { .. }), "the failure is latched");
+    assert_eq!(record.state, Value::Null, "no state was written");
+}

@@ -810,3 +810,26 @@ fn a_result_json_cannot_represent_is_a_system_error_event() {
     assert!(message.contains("`sum` is NaN"), "{message}");
     assert!(message.contains("evt.calc.add.success"), "{message}");
 }
+
+/// An answer larger than the handler's limit (1 MiB by default, the parsers' limit) is the
+/// function's failure: the workflow gets a system error naming the event, its size and the
+/// limit, instead of an answer no one can parse.
+#[test]
+fn an_answer_larger_than_the_limit_is_a_system_error_event() {
+    let add = ServiceHandler::<Add>::builder()
+        .version(|input: ServiceInput<AddV1>| async move {
+            let Operands { a, b } = input.payload;
+            Ok(Emit::new(Sum { sum: a + b }))
+        })
+        .max_event_bytes(100)
+        .build()
+        .unwrap();
+    let request = add_request(client());
+    let out = run(&add, &request).expect("a system error event, not a violation");
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].r#type(), "sys.com.calc.add.error");
+    assert_eq!(out[0].data()["errorName"], "EventTooLarge");
+    let message = out[0].data()["errorMessage"].as_str().unwrap();
+    assert!(message.contains("(type `evt.calc.add.success`)"), "{message}");
+    assert!(message.contains("larger than the limit of 100 bytes"), "{message}");
+}

@@ -28,6 +28,7 @@ pub struct BrokerBuilder {
     log: bool,
     on_error: Option<ErrorFn>,
     on_domained: Option<DomainedFn<BrokerHandle>>,
+    max_event_bytes: usize,
 }
 
 impl Default for BrokerBuilder {
@@ -42,6 +43,7 @@ impl Default for BrokerBuilder {
             log: false,
             on_error: None,
             on_domained: None,
+            max_event_bytes: crate::event::DEFAULT_MAX_EVENT_BYTES,
         }
     }
 }
@@ -70,6 +72,17 @@ impl BrokerBuilder {
     /// capacity, so the queue exceeds it only by what in-flight work produces.
     pub fn capacity(mut self, capacity: usize) -> Self {
         self.capacity = capacity;
+        self
+    }
+
+    /// The largest event the broker lets in, once serialized (default
+    /// [`DEFAULT_MAX_EVENT_BYTES`](crate::event::DEFAULT_MAX_EVENT_BYTES), the parsers' limit):
+    /// a larger event is refused at publish with [`BrokerError::EventTooLarge`], and a handler
+    /// that produces one is a dead letter
+    /// ([`DeadLetterReason::EventTooLarge`](crate::runtime::DeadLetterReason::EventTooLarge)),
+    /// none of its products published.
+    pub fn max_event_bytes(mut self, max: usize) -> Self {
+        self.max_event_bytes = max;
         self
     }
 
@@ -135,6 +148,7 @@ impl BrokerBuilder {
         let mut dispatcher = Dispatcher::new(self.handlers)
             .map_err(|DispatcherError::DuplicateHandler { topic }| BrokerError::DuplicateHandler { topic })?
             .with_retry(self.retry)
+            .with_max_event_bytes(self.max_event_bytes)
             .with_dead_letters(match self.on_error {
                 Some(on_error) => DeadLetters::callback(on_error),
                 None => DeadLetters::kept(self.dead_letter_capacity),
@@ -175,6 +189,7 @@ impl fmt::Debug for BrokerBuilder {
             .field("log", &self.log)
             .field("on_error", &self.on_error.is_some())
             .field("on_domained", &self.on_domained.is_some())
+            .field("max_event_bytes", &self.max_event_bytes)
             .finish()
     }
 }

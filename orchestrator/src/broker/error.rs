@@ -10,6 +10,11 @@ pub enum BrokerError {
         /// The id of the event.
         id: String,
     },
+    /// The event is larger than the broker's limit
+    /// ([`BrokerBuilder::max_event_bytes`](super::BrokerBuilder::max_event_bytes)); nothing is
+    /// queued.
+    #[error(transparent)]
+    EventTooLarge(#[from] crate::event::EventTooLarge),
     /// The queue already holds `capacity` events waiting for a worker.
     #[error("the event queue is full (capacity {capacity})")]
     QueueFull {

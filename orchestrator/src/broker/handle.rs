@@ -68,8 +68,11 @@ impl BrokerHandle {
     /// subject and routed by its `to`. Fails, dropping the event, with
     /// [`BrokerError::MissingTo`] (no `to`), [`BrokerError::QueueFull`] (capacity events already
     /// wait for a worker; nothing is queued) or [`BrokerError::Closed`]. This is the `try_send`
-    /// form; [`BrokerHandle::publish_wait`] is the waiting form.
+    /// form; [`BrokerHandle::publish_wait`] is the waiting form. An event larger than the
+    /// broker's limit ([`max_event_bytes`](super::BrokerBuilder::max_event_bytes)) is refused
+    /// with [`BrokerError::EventTooLarge`].
     pub fn publish(&self, event: Event) -> Result<(), BrokerError> {
+        event.check_size(self.shared.dispatcher.max_event_bytes())?;
         self.shared.transport.try_publish(vec![event]).map_err(|e| self.shared.refused(e))
     }
 
@@ -77,8 +80,10 @@ impl BrokerHandle {
     /// [`publish_timeout`](super::BrokerBuilder::publish_timeout) (then
     /// [`BrokerError::QueueFull`]). Fails with [`BrokerError::MissingTo`] or
     /// [`BrokerError::Closed`] (also if the broker closes while waiting). Waiting publishers are
-    /// not served in any particular order.
+    /// not served in any particular order. Fails with [`BrokerError::EventTooLarge`] like
+    /// [`BrokerHandle::publish`].
     pub async fn publish_wait(&self, event: Event) -> Result<(), BrokerError> {
+        event.check_size(self.shared.dispatcher.max_event_bytes())?;
         self.shared.transport.publish(vec![event]).await.map_err(|e| self.shared.refused(e))
     }
 

@@ -32,6 +32,39 @@ use serde_json::{Map, Number, Value};
 pub use builder::EventBuilder;
 pub use validate::{EventError, ParseOptions};
 
+/// An event larger, once serialized, than the limit where it enters (a node's
+/// [`NodeBuilder::max_event_bytes`](crate::runtime::NodeBuilder::max_event_bytes), a handler's
+/// products): the same limit the parsers apply to bytes ([`DEFAULT_MAX_EVENT_BYTES`] by
+/// default), applied to events built in code.
+///
+/// ```
+/// use orchestrator::event::{Event, EventTooLarge};
+/// let event = Event::builder()
+///     .source("com.example.client")
+///     .r#type("com.example.big")
+///     .subject("s")
+///     .data_json(serde_json::json!({"blob": "x".repeat(100)}))
+///     .build()?;
+/// let err = event.check_size(64).unwrap_err();
+/// assert_eq!((err.id.as_str(), err.size, err.max), (event.id(), event.encoded_len(), 64));
+/// assert!(event.check_size(event.encoded_len()).is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "event `{id}` (type `{event_type}`) is {size} bytes once serialized, larger than the limit of {max} bytes"
+)]
+pub struct EventTooLarge {
+    /// The event's id.
+    pub id: String,
+    /// The event's type.
+    pub event_type: String,
+    /// The length of its compact JSON ([`Event::encoded_len`]).
+    pub size: usize,
+    /// The limit.
+    pub max: usize,
+}
+
 use crate::subject::{Subject, SubjectError};
 
 /// The CloudEvents spec version Arvo events use.
@@ -138,6 +171,8 @@ pub(crate) mod fields {
         pub(crate) extensions: IndexMap<String, ExtensionValue>,
         /// The parsed orchestration subject, decoded at most once per event.
         pub(crate) parsed_subject: OnceLock<Subject>,
+        /// The length of the event's compact JSON, measured at most once per event.
+        pub(crate) encoded_len: OnceLock<usize>,
     }
 }
 
@@ -304,12 +339,68 @@ impl Event {
         serde_json::to_vec(self).unwrap_or_default()
     }
 
+    /// The length in bytes of the event's compact JSON ([`Event::to_json_vec`]), measured
+    /// without writing it out, at most once per event.
+    pub fn encoded_len(&self) -> usize {
+        *self.0.encoded_len.get_or_init(|| {
+            let mut counter = ByteCounter(0);
+            // Serializing an event cannot fail (its fields are valid JSON); a writer that only
+            // counts cannot fail either.
+            let _ = serde_json::to_writer(&mut counter, self);
+            counter.0
+        })
+    }
+
+    /// Whether the event's compact JSON fits in `max` bytes: the size limit the parsers apply
+    /// to bytes ([`ParseOptions::max_bytes`]), applied to an event built in code.
+    pub fn check_size(&self, max: usize) -> Result<(), EventTooLarge> {
+        let size = self.encoded_len();
+        if size <= max {
+            return Ok(());
+        }
+        Err(EventTooLarge { id: self.id().to_owned(), event_type: self.r#type().to_owned(), size, max })
+    }
+
     /// Shares an already-parsed subject with this event (it must be this event's subject).
     pub(crate) fn with_parsed_subject(self, subject: Subject) -> Self {
         if subject.as_str() == self.0.subject {
             let _ = self.0.parsed_subject.set(subject);
         }
         self
+    }
+}
+
+tokio::task_local! {
+    /// The event size limit of the runtime (a node's, a broker's) running the current handler.
+    static RUNTIME_MAX_EVENT_BYTES: usize;
+}
+
+/// Runs `future` (a handler's execution) under the runtime's event size limit `max`, so that
+/// handlers with a limit of their own apply the smaller of the two ([`effective_limit`]).
+pub(crate) fn under_limit<F: std::future::Future>(
+    max: usize,
+    future: F,
+) -> impl std::future::Future<Output = F::Output> {
+    RUNTIME_MAX_EVENT_BYTES.scope(max, future)
+}
+
+/// The limit a handler applies to what it emits: its own, or the limit of the runtime running it
+/// when that is smaller, so that nothing it emits is refused later by the runtime.
+pub(crate) fn effective_limit(own: usize) -> usize {
+    RUNTIME_MAX_EVENT_BYTES.try_with(|max| (*max).min(own)).unwrap_or(own)
+}
+
+/// A writer that only counts the bytes written to it.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -336,6 +336,7 @@ impl Draft {
             domain: self.domain,
             extensions: self.extensions,
             parsed_subject: OnceLock::new(),
+            encoded_len: OnceLock::new(),
         })))
     }
 }

@@ -40,6 +40,8 @@ pub struct Lifecycle<S, M> {
     kind: ExecutionKind,
     /// The store's own outbox, when events travel through it: each commit takes the outbox step.
     outbox: Option<Arc<dyn DynOutbox>>,
+    /// The largest event a step may emit, once serialized.
+    max_event_bytes: usize,
 }
 
 /// The type of the timer wake-up events of orchestrator `source`: `<source>.wake`. They are
@@ -97,7 +99,22 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             telemetry: Telemetry::default(),
             kind: ExecutionKind::Orchestrator,
             outbox: None,
+            max_event_bytes: crate::event::DEFAULT_MAX_EVENT_BYTES,
         }
+    }
+
+    /// Sets the largest event a step may emit, once serialized (default
+    /// [`DEFAULT_MAX_EVENT_BYTES`](crate::event::DEFAULT_MAX_EVENT_BYTES), the parsers' limit).
+    /// A step that emits a larger event (a request, a completion) fails as an ordinary failure:
+    /// the state stays as it was, the failure latch is written and the workflow's initiator gets
+    /// a `sys.<orchestrator>.error` event named `EventTooLarge` saying which event, its size and
+    /// the limit ([`EventTooLarge`](crate::event::EventTooLarge)). Run by a
+    /// [`Node`](crate::runtime::Node) or a [`Broker`](crate::broker::Broker) whose limit is
+    /// smaller, the step applies theirs.
+    #[must_use]
+    pub fn with_max_event_bytes(mut self, max: usize) -> Self {
+        self.max_event_bytes = max;
+        self
     }
 
     /// Sets the OpenTelemetry settings (default: the global tracer provider, spans parented on
@@ -310,6 +327,19 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                 "Panic",
                 format!("the orchestrator panicked: {panic}"),
             ))))
+        });
+        // An event larger than the limit fails the step that emitted it, like any failure.
+        let step = step.and_then(|output| {
+            match output
+                .events
+                .iter()
+                .find_map(|e| e.check_size(crate::event::effective_limit(self.max_event_bytes)).err())
+            {
+                Some(too_large) => {
+                    Err(StepError::Failure(Box::new(NamedError::new("EventTooLarge", too_large.to_string()))))
+                }
+                None => Ok(output),
+            }
         });
         match step {
             Ok(output) => {

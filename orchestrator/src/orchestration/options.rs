@@ -22,6 +22,7 @@ pub(super) struct Options {
     pub(super) clock: Arc<dyn Clock>,
     pub(super) telemetry: Telemetry,
     pub(super) outbox: Option<Arc<dyn DynOutbox>>,
+    pub(super) max_event_bytes: usize,
 }
 
 impl Default for Options {
@@ -35,6 +36,7 @@ impl Default for Options {
             clock: Arc::new(SystemClock),
             telemetry: Telemetry::default(),
             outbox: None,
+            max_event_bytes: crate::event::DEFAULT_MAX_EVENT_BYTES,
         }
     }
 }
@@ -63,7 +65,8 @@ impl Options {
             .with_executionunits(executionunits)
             .with_system_error_domains(self.system_error_domains.clone())
             .with_clock(Arc::clone(&self.clock))
-            .with_telemetry(self.telemetry.clone());
+            .with_telemetry(self.telemetry.clone())
+            .with_max_event_bytes(self.max_event_bytes);
         match &self.outbox {
             Some(outbox) => lifecycle.with_outbox(Arc::clone(outbox)),
             None => lifecycle,
@@ -145,6 +148,18 @@ macro_rules! option_setters {
         #[must_use]
         pub fn trace_inheritance(mut self, inheritance: crate::telemetry::TraceInheritance) -> Self {
             self.options.telemetry = self.options.telemetry.with_inheritance(inheritance);
+            self
+        }
+
+        /// Sets the largest event a step may emit, once serialized (default
+        /// [`DEFAULT_MAX_EVENT_BYTES`](crate::event::DEFAULT_MAX_EVENT_BYTES), the parsers'
+        /// limit; a [`Node`](crate::runtime::Node) sets its own,
+        /// [`NodeBuilder::max_event_bytes`](crate::runtime::NodeBuilder::max_event_bytes)). A
+        /// step emitting a larger event fails (see
+        /// [`Lifecycle::with_max_event_bytes`](crate::orchestration::Lifecycle::with_max_event_bytes)).
+        #[must_use]
+        pub fn max_event_bytes(mut self, max: usize) -> Self {
+            self.options.max_event_bytes = max;
             self
         }
 

@@ -55,6 +55,11 @@ pub enum DeadLetterReason {
     /// routed. The handler's other products were published.
     #[error("the produced event has no `to` and no domain: it cannot be routed")]
     MissingTo,
+    /// The handler produced an event larger than the node's limit
+    /// ([`NodeBuilder::max_event_bytes`](crate::runtime::NodeBuilder::max_event_bytes)): none of
+    /// its products were published, and the event that it handled is the dead letter.
+    #[error("the handler produced an event too large to publish: {0}")]
+    EventTooLarge(crate::event::EventTooLarge),
     /// The domained-events callback panicked while handling this domained event.
     #[error("the domained-events callback panicked: {message}")]
     CallbackPanicked {

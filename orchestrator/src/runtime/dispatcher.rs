@@ -108,6 +108,8 @@ pub struct Dispatcher<P> {
     /// Where dead letters are buried before their delivery is let go (a node whose transport
     /// [keeps none](Transport::keeps_dead_letters), over a store that keeps them).
     graveyard: Option<Arc<dyn DynDeadLetterStore>>,
+    /// The largest product published, once serialized.
+    max_event_bytes: usize,
 }
 
 impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
@@ -140,6 +142,7 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
             counters: Counters::default(),
             released_by_transport: None,
             graveyard: None,
+            max_event_bytes: crate::event::DEFAULT_MAX_EVENT_BYTES,
         })
     }
 
@@ -157,6 +160,21 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
     pub fn with_heartbeat(mut self, heartbeat: Option<Heartbeat>) -> Self {
         self.heartbeat = heartbeat;
         self
+    }
+
+    /// Sets the largest event a handler may produce, once serialized (default
+    /// [`DEFAULT_MAX_EVENT_BYTES`](crate::event::DEFAULT_MAX_EVENT_BYTES), the parsers' limit):
+    /// a delivery whose handler produced a larger event publishes none of its products and is a
+    /// dead letter ([`DeadLetterReason::EventTooLarge`]), whatever the transport.
+    #[must_use]
+    pub fn with_max_event_bytes(mut self, max: usize) -> Self {
+        self.max_event_bytes = max;
+        self
+    }
+
+    /// The largest event a handler may produce ([`Dispatcher::with_max_event_bytes`]).
+    pub fn max_event_bytes(&self) -> usize {
+        self.max_event_bytes
     }
 
     /// Sets where dead letters go.
@@ -278,8 +296,13 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
             let handler: &dyn DynEventHandler = &**handler;
             match catch(|| handler.execute_dyn(event)) {
                 Ok(execution) => match &self.heartbeat {
-                    Some(heartbeat) => heartbeat.keep_alive(&delivery, CatchPanic(execution)).await,
-                    None => CatchPanic(execution).await,
+                    Some(heartbeat) => {
+                        let execution = Box::pin(crate::event::under_limit(self.max_event_bytes, execution));
+                        heartbeat.keep_alive(&delivery, CatchPanic(execution)).await
+                    }
+                    None => {
+                        CatchPanic(Box::pin(crate::event::under_limit(self.max_event_bytes, execution))).await
+                    }
                 },
                 Err(message) => Err(message),
             }
@@ -301,12 +324,19 @@ impl<P: Clone + Send + Sync + 'static> Dispatcher<P> {
     /// success → the products are sorted (domained ones to the callback or kept, the others
     /// published by the ack); a transient failure → nack with the retry delay (a dead letter
     /// once the retries are exhausted); a permanent failure or a panic → a dead letter,
-    /// reported then terminated. Returns what was done. Used by [`Dispatcher::dispatch`] and by
+    /// reported then terminated; a product larger than
+    /// [`Dispatcher::max_event_bytes`] → a dead letter, nothing published. Returns what was done. Used by [`Dispatcher::dispatch`] and by
     /// the workers of a [pool](super::pool).
     pub async fn settle<D: Delivery>(&self, delivery: D, outcome: Outcome, publisher: &P) -> Settled {
         let attempt = delivery.attempt();
         match Settlement::classify(outcome, attempt, &self.retry) {
             Settlement::Ack(produced) => {
+                // The last gate before the transport, the same for every transport.
+                if let Some(too_large) =
+                    produced.iter().find_map(|e| e.check_size(self.max_event_bytes).err())
+                {
+                    return self.terminate(delivery, DeadLetterReason::EventTooLarge(too_large)).await;
+                }
                 let produced = self.divert(produced, publisher).await;
                 let released: Vec<String> = match &self.released_by_transport {
                     Some(_) => produced.iter().map(|e| e.id().to_owned()).collect(),

@@ -116,7 +116,8 @@ use crate::contract::{
 };
 use crate::domain::Domain;
 use crate::emit::{
-    SystemErrorSpec, schema_errors_json, service_events, system_error_events, system_error_payload,
+    NamedError, SystemErrorSpec, schema_errors_json, service_events, system_error_events,
+    system_error_payload,
 };
 use crate::event::Event;
 use crate::semver::SemVer;
@@ -147,6 +148,7 @@ struct Inner {
     system_error_domains: Vec<Domain>,
     versions: BTreeMap<SemVer, VersionFn>,
     telemetry: Telemetry,
+    max_event_bytes: usize,
 }
 
 impl<C: Contract> ServiceHandler<C> {
@@ -158,6 +160,7 @@ impl<C: Contract> ServiceHandler<C> {
             emit_domains: None,
             system_error_domains: None,
             telemetry: Telemetry::default(),
+            max_event_bytes: crate::event::DEFAULT_MAX_EVENT_BYTES,
             _contract: PhantomData,
         }
     }
@@ -222,6 +225,7 @@ pub struct ServiceHandlerBuilder<C> {
     emit_domains: Option<Vec<Domain>>,
     system_error_domains: Option<Vec<Domain>>,
     telemetry: Telemetry,
+    max_event_bytes: usize,
     _contract: PhantomData<fn() -> C>,
 }
 
@@ -275,6 +279,18 @@ impl<C: Contract> ServiceHandlerBuilder<C> {
     /// The default domains of emitted events (default: `[OrchestrationContext]`).
     pub fn emit_domains(mut self, domains: impl IntoIterator<Item = Domain>) -> Self {
         self.emit_domains = Some(domains.into_iter().collect());
+        self
+    }
+
+    /// The largest event the handler may answer with, once serialized (default
+    /// [`DEFAULT_MAX_EVENT_BYTES`](crate::event::DEFAULT_MAX_EVENT_BYTES), the parsers' limit
+    /// and a [`Node`](crate::runtime::Node)'s default). An answer with a larger event is the
+    /// function's failure: the handler answers with a `sys.<type>.error` event named
+    /// `EventTooLarge` instead, saying which event, its size and the limit. Run by a
+    /// [`Node`](crate::runtime::Node) or a [`Broker`](crate::broker::Broker) whose limit is
+    /// smaller, the handler applies theirs.
+    pub fn max_event_bytes(mut self, max: usize) -> Self {
+        self.max_event_bytes = max;
         self
     }
 
@@ -375,6 +391,7 @@ impl<C: Contract> ServiceHandlerBuilder<C> {
                 system_error_domains,
                 versions,
                 telemetry: self.telemetry,
+                max_event_bytes: self.max_event_bytes,
             }),
             _contract: PhantomData,
         })
@@ -430,7 +447,7 @@ impl Inner {
                 }
             }
             Ok(Ok(emits)) => {
-                return service_events(
+                let events = service_events(
                     self.contract.r#type(),
                     event,
                     vc,
@@ -438,7 +455,18 @@ impl Inner {
                     self.executionunits.as_ref(),
                     &self.emit_domains,
                     exec.headers(),
-                );
+                )?;
+                // An answer too large to send is the function's failure, like one JSON cannot
+                // represent.
+                match events
+                    .iter()
+                    .find_map(|e| e.check_size(crate::event::effective_limit(self.max_event_bytes)).err())
+                {
+                    None => return Ok(events),
+                    Some(too_large) => {
+                        system_error_payload(&NamedError::new("EventTooLarge", too_large.to_string()))
+                    }
+                }
             }
             Ok(Err(error)) => match error.downcast::<Violation>() {
                 Ok(violation) => return Err(*violation),

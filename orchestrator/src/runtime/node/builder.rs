@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::clients::{ClientSink, Completions};
 use super::{MissingService, Node, NodeError};
 use crate::contract::VersionedContract;
-use crate::event::Event;
+use crate::event::{DEFAULT_MAX_EVENT_BYTES, Event};
 use crate::handler::{Answered, DynEventHandler, EventHandler, MemoryAnswers};
 use crate::memory::{Definition, Memory};
 use crate::orchestration::timers::Timers;
@@ -51,9 +51,9 @@ impl Default for TimerSettings {
 }
 
 /// A workflow handler to build, and the services it calls.
-/// Builds a registered workflow with the node's outbox and whether the transport's lanes are
-/// exclusive across processes (the steps then take no lease).
-type Workflow = Box<dyn FnOnce(Option<Arc<dyn DynOutbox>>, bool) -> Result<Built, NodeError> + Send>;
+/// Builds a registered workflow with the node's outbox, whether the transport's lanes are
+/// exclusive across processes (the steps then take no lease), and the node's event size limit.
+type Workflow = Box<dyn FnOnce(Option<Arc<dyn DynOutbox>>, bool, usize) -> Result<Built, NodeError> + Send>;
 
 /// A built workflow handler.
 struct Built {
@@ -84,6 +84,7 @@ pub struct NodeBuilder<M, T> {
     dead_letters: Option<DeadLetters>,
     on_domained: Option<crate::runtime::DomainedFn<Arc<T>>>,
     timers: Option<TimerSettings>,
+    max_event_bytes: usize,
 }
 
 impl<M, T> fmt::Debug for NodeBuilder<M, T> {
@@ -119,6 +120,7 @@ impl<M: Memory<WorkflowRecord> + 'static> NodeBuilder<M, InProcessTransport> {
             dead_letters: None,
             on_domained: None,
             timers: Some(TimerSettings::default()),
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
         }
     }
 
@@ -154,6 +156,7 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             dead_letters: self.dead_letters,
             on_domained: None,
             timers: self.timers,
+            max_event_bytes: self.max_event_bytes,
         }
     }
 
@@ -279,7 +282,8 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     /// lease: the queue serializes a workflow's events, and the compare-and-swap write refuses a
     /// lost update.
     pub fn orchestrator(mut self, orchestrator: OrchestratorBuilder<Arc<M>>) -> Self {
-        self.workflows.push(Box::new(move |outbox, exclusive_lanes| {
+        self.workflows.push(Box::new(move |outbox, exclusive_lanes, max_event_bytes| {
+            let orchestrator = orchestrator.max_event_bytes(max_event_bytes);
             let orchestrator = match outbox {
                 Some(outbox) => orchestrator.outbox(outbox),
                 None => orchestrator,
@@ -298,7 +302,8 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     /// node's store. Like an orchestrator, it takes no lease per step on a transport whose lanes
     /// are exclusive across processes ([`Transport::exclusive_lanes`]).
     pub fn resumable(mut self, resumable: ResumableBuilder<Arc<M>>) -> Self {
-        self.workflows.push(Box::new(move |outbox, exclusive_lanes| {
+        self.workflows.push(Box::new(move |outbox, exclusive_lanes, max_event_bytes| {
+            let resumable = resumable.max_event_bytes(max_event_bytes);
             let resumable = match outbox {
                 Some(outbox) => resumable.outbox(outbox),
                 None => resumable,
@@ -309,6 +314,27 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             let definitions = resumable.definitions();
             Ok(Built { handler: Arc::new(resumable), services, definitions })
         }));
+        self
+    }
+
+    /// Sets the largest event the node lets in, once serialized (its compact JSON,
+    /// [`Event::encoded_len`]); default [`DEFAULT_MAX_EVENT_BYTES`] (1 MiB), the limit the
+    /// parsers apply to bytes. It applies wherever an event enters:
+    ///
+    /// * [`Node::start`] and [`Node::run`] refuse a larger init with
+    ///   [`NodeError::EventTooLarge`]: nothing is stored, published or delivered;
+    /// * an orchestrator or resumable step that emits a larger event fails (its state unchanged,
+    ///   the failure latch written, a `sys.<orchestrator>.error` event named `EventTooLarge` to
+    ///   the workflow's initiator): the node sets this limit on every workflow it registers;
+    /// * a [`ServiceHandler`](crate::handler::service::ServiceHandler) answering with a larger
+    ///   event answers with a `sys.<type>.error` event instead (its own limit,
+    ///   [`ServiceHandlerBuilder::max_event_bytes`](crate::handler::service::ServiceHandlerBuilder::max_event_bytes));
+    /// * any other handler's larger product is refused by the dispatcher before the transport
+    ///   sees it: the delivery that produced it is a dead letter
+    ///   ([`DeadLetterReason::EventTooLarge`](crate::runtime::DeadLetterReason::EventTooLarge))
+    ///   and none of its products are published.
+    pub fn max_event_bytes(mut self, max: usize) -> Self {
+        self.max_event_bytes = max;
         self
     }
 
@@ -418,7 +444,7 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
         let mut workflows = Vec::new();
         let mut definitions: Vec<Definition> = Vec::new();
         for workflow in self.workflows {
-            let built = workflow(outbox.clone(), exclusive_lanes)?;
+            let built = workflow(outbox.clone(), exclusive_lanes, self.max_event_bytes)?;
             workflows.push((built.handler.source_dyn().to_owned(), built.services));
             handlers.push(built.handler);
             for definition in built.definitions {
@@ -455,7 +481,10 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             catalog.record_dyn(&definitions).await?;
         }
 
-        let mut dispatcher = Dispatcher::new(handlers)?.with_retry(self.retry).with_heartbeat(self.heartbeat);
+        let mut dispatcher = Dispatcher::new(handlers)?
+            .with_retry(self.retry)
+            .with_heartbeat(self.heartbeat)
+            .with_max_event_bytes(self.max_event_bytes);
         if let Some(dead_letters) = self.dead_letters {
             dispatcher = dispatcher.with_dead_letters(dead_letters);
         }
@@ -525,6 +554,7 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
             consumer,
             timers: Mutex::new(timers),
             recovered,
+            max_event_bytes: self.max_event_bytes,
         })
     }
 }

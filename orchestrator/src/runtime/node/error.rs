@@ -72,6 +72,11 @@ pub enum NodeError {
         /// The service's topic.
         topic: String,
     },
+    /// The event is larger than the node's limit
+    /// ([`NodeBuilder::max_event_bytes`](super::NodeBuilder::max_event_bytes)): nothing of it
+    /// was stored or published.
+    #[error(transparent)]
+    EventTooLarge(#[from] crate::event::EventTooLarge),
     /// The worker pools could not start.
     #[error("worker pools: {0}")]
     Pool(#[from] crate::runtime::pool::PoolError),

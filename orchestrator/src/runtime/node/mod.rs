@@ -105,6 +105,8 @@ pub struct Node<M, T: Transport> {
     consumer: Consumer,
     timers: Mutex<Option<TimerTask>>,
     recovered: usize,
+    /// The largest event let in ([`NodeBuilder::max_event_bytes`]).
+    max_event_bytes: usize,
 }
 
 impl<M, T: Transport> fmt::Debug for Node<M, T> {
@@ -128,8 +130,10 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> Node<M, T> {
     /// Starts a workflow: publishes its init event (through the store's outbox on a durable
     /// node, so a crash right after loses nothing) and returns its subject. The init's source
     /// must be a client topic of the node ([`NodeBuilder::client`]) for [`Node::wait`] to get
-    /// its completion.
+    /// its completion. An init larger than the node's limit ([`NodeBuilder::max_event_bytes`])
+    /// is refused with [`NodeError::EventTooLarge`], before anything is stored or published.
     pub async fn start(&self, init: Event) -> Result<String, NodeError> {
+        init.check_size(self.max_event_bytes)?;
         let subject = match init.orchestration_subject() {
             Ok(subject) => subject.as_str().to_owned(),
             Err(e) => return Err(NodeError::NotAnInit { id: init.id().to_owned(), reason: e.to_string() }),

@@ -144,7 +144,10 @@ impl<P: Clone + Send + Sync + 'static> TaskContext<P> {
             }),
         };
         let mut work = match started {
-            Ok(future) => CatchPanic(future),
+            // The handlers apply the runtime's event size limit to what they emit.
+            Ok(future) => {
+                CatchPanic(Box::pin(crate::event::under_limit(self.dispatcher.max_event_bytes(), future)))
+            }
             Err(message) => return End::Returned(Err(message)),
         };
         let expiry = tokio::time::sleep_until(deadline.map_or_else(far_future, |(at, _)| at));
