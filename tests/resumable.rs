@@ -639,3 +639,41 @@ async fn an_orchestrator_input_without_a_dataschema_is_a_contract_violation() {
         assert_eq!(m, r);
     }
 }
+
+/// A value JSON cannot represent (NaN) in what a resumable returns fails the step that returned
+/// it, naming the field: its context (before: saved as `null`, and the next step failed on
+/// "invalid state"), its output and its requests (before: contract violations). Nothing of the
+/// step is kept, the failure is latched, and the initiator gets a system error.
+#[tokio::test]
+async fn a_resumable_returning_what_json_cannot_represent_fails_that_step() {
+    for (case, field) in [("context", "`context.n` is NaN"), ("output", "average"), ("request", "NaN")] {
+        let memory = Arc::new(fast_memory());
+        let resumable = Resumable::builder(Arc::clone(&memory))
+            .service::<AddV1>()
+            .version(move |input: ResumableInput<AverageV1, SeqCtx>| async move {
+                if input.init.is_none() {
+                    return Err("only the init is sent".into());
+                }
+                Ok(match case {
+                    "context" => ResumableOutput::wait().context(SeqCtx { n: f64::NAN }),
+                    "output" => ResumableOutput::complete(AverageOutput { average: f64::NAN }),
+                    _ => ResumableOutput::wait()
+                        .request(Request::new::<AddV1>(Operands { a: f64::NAN, b: 1.0 })),
+                })
+            })
+            .build()
+            .unwrap();
+        let init = average_init(vec![1.0, 2.0]);
+        let out = resumable.execute(&init).await.unwrap_or_else(|v| panic!("{case}: a violation: {v}"));
+        assert_eq!(out.len(), 1, "{case}: {out:?}");
+        assert_eq!(out[0].r#type(), format!("sys.{AVG}.error"), "{case}: {out:?}");
+        let message = out[0].data()["errorMessage"].as_str().unwrap();
+        assert!(message.contains(field) && message.contains("NaN"), "{case}: {message}");
+        let Stored { record, .. } = memory.read(init.subject()).await.unwrap().expect("a record");
+        assert!(
+            matches!(record.execution_status, orchestrator::orchestration::ExecutionStatus::Failure { .. }),
+            "{case}: the failure is latched"
+        );
+        assert_eq!(record.state, serde_json::Value::Null, "{case}: nothing of the step is kept");
+    }
+}

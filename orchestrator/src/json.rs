@@ -34,6 +34,35 @@ pub enum NotJson {
     Serialize(String),
 }
 
+/// The payload of an event to emit (a service's answer, a request, a completion) that JSON
+/// cannot represent: the failure of the code that produced it, reported to the workflow as a
+/// system-error event naming the event type and the field (not a contract violation: the
+/// payload's type is the contract's, its value is what went wrong).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("the payload of '{event_type}' cannot be represented in JSON: {source}")]
+pub struct NotRepresentable {
+    /// The type of the event the payload was for.
+    pub event_type: String,
+    /// Where the value is and what it is ([`NotJson::NonFinite`]).
+    pub source: NotJson,
+}
+
+/// [`to_value`] for the payload of an event of type `event_type`: `Err(Ok(_))` the payload is
+/// not representable (a non-finite number: a failure of the code that produced it),
+/// `Err(Err(message))` its `Serialize` implementation failed.
+pub(crate) fn payload_value<T: Serialize + ?Sized>(
+    event_type: &str,
+    payload: &T,
+) -> Result<Value, Result<NotRepresentable, String>> {
+    match to_value(payload) {
+        Ok(value) => Ok(value),
+        Err(NotJson::Serialize(message)) => Err(Err(message)),
+        Err(source @ NotJson::NonFinite { .. }) => {
+            Err(Ok(NotRepresentable { event_type: event_type.to_owned(), source }))
+        }
+    }
+}
+
 /// `serde_json::to_value`, refusing non-finite numbers instead of writing them as `null`.
 pub fn to_value<T: Serialize + ?Sized>(value: &T) -> Result<Value, NotJson> {
     let json = serde_json::to_value(value).map_err(|e| NotJson::Serialize(e.to_string()))?;

@@ -35,6 +35,12 @@ pub enum MachineError {
     /// the step that produced it fails, instead of saving it changed.
     #[error("the machine state cannot be saved: {0}")]
     NotJson(#[from] crate::json::NotJson),
+    /// A request emitted by an action, or the machine's output, holds a value JSON cannot
+    /// represent (a non-finite number): the step fails (the workflow gets a system error naming
+    /// the event type and the field), instead of sending it changed or reporting a contract
+    /// violation.
+    #[error(transparent)]
+    NotRepresentable(#[from] crate::json::NotRepresentable),
 }
 
 /// What is persisted between two steps of a workflow: the compact chart state (configuration,
@@ -371,7 +377,7 @@ impl<M: Machine> MachineInstance<M> {
         let errors = std::mem::take(&mut outbox.errors);
         result?;
         match errors.into_iter().next() {
-            Some(violation) => Err(MachineError::Violation(violation)),
+            Some(error) => Err(error),
             None => Ok(requests),
         }
     }

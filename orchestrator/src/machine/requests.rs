@@ -2,6 +2,7 @@
 
 use serde_json::{Number, Value};
 
+use super::MachineError;
 use crate::contract::{ContractVersion, OrchestratorInit, OrchestratorVersion, VersionedContract};
 use crate::domain::Domain;
 use crate::event::{Event, EventBuilder};
@@ -157,7 +158,9 @@ impl<V: OrchestratorVersion> ServiceRequestInput<V::Init, ChildInit> for V {
 pub struct Requests {
     pub(crate) subject: Option<String>,
     pub(crate) requests: Vec<ServiceRequest>,
-    pub(crate) errors: Vec<Violation>,
+    /// Why requests could not be emitted: a contract violation, or a payload JSON cannot
+    /// represent (the step's failure).
+    pub(crate) errors: Vec<MachineError>,
 }
 
 impl Requests {
@@ -172,7 +175,9 @@ impl Requests {
     }
 
     /// Emits a request to service `V` (named `service`). A payload that does not satisfy the
-    /// service's accepted schema makes the step fail with a contract [`Violation`].
+    /// service's accepted schema makes the step fail with a contract [`Violation`]; one holding a
+    /// value JSON cannot represent (NaN, ±inf) fails the step as an ordinary failure
+    /// ([`MachineError::NotRepresentable`]: the workflow gets a system error naming the field).
     pub fn push<V, P, K>(&mut self, service: &'static str, payload: P)
     where
         V: ServiceRequestInput<P, K>,
@@ -188,22 +193,27 @@ impl Requests {
         let accepts = V::into_accepts(payload, self.subject.as_deref());
         let contract = V::versioned();
         let event_type = contract.accepts().event_type();
-        let data = match serde_json::to_value(&accepts) {
+        let data = match crate::json::payload_value(event_type, &accepts) {
             Ok(data) => data,
-            Err(e) => {
-                self.errors.push(Violation::contract(format!(
+            // A value JSON cannot represent is the action's failure, not the contract's.
+            Err(Ok(not_representable)) => {
+                self.errors.push(MachineError::NotRepresentable(not_representable));
+                return;
+            }
+            Err(Err(e)) => {
+                self.errors.push(MachineError::Violation(Violation::contract(format!(
                     "[Emittable Event Creation] Invalid event data: the request to service '{service}' \
                      ({event_type}) cannot be serialized: {e}"
-                )));
+                ))));
                 return;
             }
         };
         if let Err(errors) = contract.accepts().validate(&data) {
-            self.errors.push(Violation::contract(format!(
+            self.errors.push(MachineError::Violation(Violation::contract(format!(
                 "[Emittable Event Creation] Invalid event data: the request to service '{service}' \
                  does not match {}: {errors}",
                 contract.dataschema()
-            )));
+            ))));
             return;
         }
         self.requests.push(ServiceRequest {

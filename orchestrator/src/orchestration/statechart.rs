@@ -117,11 +117,13 @@ impl<M: Machine> ErasedMachine for Erased<M> {
         let state = instance.snapshot_json().map_err(machine_error)?;
         let output = match instance.output() {
             None => None,
-            Some(output) => Some(serde_json::to_value(output).map_err(|e| {
-                Violation::contract(format!(
+            Some(output) => Some(crate::json::payload_value(self.complete_type(), &output).map_err(|e| match e {
+                // A value JSON cannot represent is the step's failure, not the contract's.
+                Ok(not_representable) => machine_error(MachineError::NotRepresentable(not_representable)),
+                Err(e) => StepError::Violation(Violation::contract(format!(
                     "[Emittable Event Creation] Invalid event data: the output of machine `{}` cannot be serialized: {e}",
                     M::NAME
-                ))
+                ))),
             })?),
         };
         Ok(Stepped { requests, state, output, wake_at })

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::contract::{ContractVersion, Emits, Payload};
 use crate::domain::Domain;
 use crate::event::ExtensionValue;
-use crate::json::NotJson;
+use crate::json::NotRepresentable;
 
 /// One event a service handler emits, typed by its contract version `V`: only payloads `V`
 /// declares in its `emits` compile, and the payload type selects the event type.
@@ -46,17 +46,6 @@ pub(crate) enum PayloadError {
     Invalid(String),
 }
 
-/// A service's result that JSON cannot represent: the function failed (its caller gets a
-/// `sys.<type>.error` event saying so).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("the payload of '{event_type}' cannot be represented in JSON: {source}")]
-pub(crate) struct NotRepresentable {
-    /// The event type of the emit.
-    pub(crate) event_type: &'static str,
-    /// Where the value is and what it is.
-    pub(crate) source: NotJson,
-}
-
 /// The first emit whose payload JSON cannot represent.
 pub(crate) fn not_representable(emits: &[RawEmit]) -> Option<&NotRepresentable> {
     emits.iter().find_map(|emit| match &emit.data {
@@ -88,15 +77,15 @@ impl<V: ContractVersion> Emit<V> {
         V: Emits<P>,
     {
         let event_type = <V as Emits<P>>::EVENT_TYPE;
-        let data = match crate::json::to_value(&payload) {
+        // A service's result that JSON cannot represent: the function failed (its caller gets
+        // a `sys.<type>.error` event saying so).
+        let data = match crate::json::payload_value(event_type, &payload) {
             Ok(Value::Object(map)) => Ok(map),
             Ok(other) => {
                 Err(PayloadError::Invalid(format!("it serialized to {other}, not to a JSON object")))
             }
-            Err(NotJson::Serialize(e)) => Err(PayloadError::Invalid(e)),
-            Err(e @ NotJson::NonFinite { .. }) => {
-                Err(PayloadError::NotRepresentable(NotRepresentable { event_type, source: e }))
-            }
+            Err(Err(e)) => Err(PayloadError::Invalid(e)),
+            Err(Ok(e)) => Err(PayloadError::NotRepresentable(e)),
         };
         Self {
             raw: RawEmit {

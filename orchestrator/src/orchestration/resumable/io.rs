@@ -6,6 +6,8 @@ use std::fmt;
 use indexmap::IndexMap;
 use serde_json::Value;
 
+use crate::json::NotRepresentable;
+
 use crate::contract::{
     ContractVersion, Emits, OrchestratorInit, OrchestratorVersion, Payload, SystemErrorPayload,
     VersionedContract,
@@ -147,7 +149,9 @@ impl<V: OrchestratorVersion, C: fmt::Debug> fmt::Debug for ResumableInput<V, C> 
 #[derive(Debug, Clone)]
 pub struct Request {
     pub(super) contract: &'static VersionedContract,
-    pub(super) data: Result<Value, String>,
+    /// The payload, or why it is none: `Ok` a payload JSON cannot represent (the function's
+    /// failure), `Err` its `Serialize` implementation failed (a contract violation).
+    pub(super) data: Result<Value, Result<NotRepresentable, String>>,
     /// A child orchestration: `parentSubject$$` = the workflow's subject is added.
     pub(super) child: bool,
     pub(super) options: RequestOptions,
@@ -158,7 +162,7 @@ impl Request {
     pub fn new<S: ContractVersion>(payload: S::Accepts) -> Self {
         Self {
             contract: S::versioned(),
-            data: serde_json::to_value(payload).map_err(|e| e.to_string()),
+            data: crate::json::payload_value(S::versioned().accepts().event_type(), &payload),
             child: false,
             options: RequestOptions::default(),
         }
@@ -169,7 +173,7 @@ impl Request {
     pub fn child<S: OrchestratorVersion>(init: S::Init) -> Self {
         Self {
             contract: S::versioned(),
-            data: serde_json::to_value(init).map_err(|e| e.to_string()),
+            data: crate::json::payload_value(S::versioned().accepts().event_type(), &init),
             child: true,
             options: RequestOptions::default(),
         }
@@ -189,11 +193,11 @@ impl Request {
     }
 
     /// The accepted payload, `parentSubject$$` added for a child orchestration of `subject`.
-    pub(super) fn payload(&self, subject: &str) -> Result<Value, String> {
+    pub(super) fn payload(&self, subject: &str) -> Result<Value, Result<NotRepresentable, String>> {
         let data = self.data.clone()?;
         if self.child {
             serde_json::to_value(OrchestratorInit { parent_subject: Some(subject.to_owned()), data })
-                .map_err(|e| e.to_string())
+                .map_err(|e| Err(e.to_string()))
         } else {
             Ok(data)
         }

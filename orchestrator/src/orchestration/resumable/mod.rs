@@ -49,6 +49,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::json::NotJson;
+
 pub use io::{Collected, Request, ResumableInput, ResumableOutput};
 
 use super::options::{Options, option_setters};
@@ -130,6 +132,13 @@ struct VersionEntry {
     complete_type: &'static str,
     handler: HandlerFn,
 }
+
+/// The context a resumable's function returned holds a value JSON cannot represent: the step
+/// fails (failure latch, `sys.<orchestrator>.error` event naming the field), as a machine's
+/// does ([`MachineError::NotJson`](crate::machine::MachineError::NotJson)).
+#[derive(Debug, thiserror::Error)]
+#[error("the resumable state cannot be saved: {0}")]
+struct StateNotJson(NotJson);
 
 fn boxed(violation: Violation) -> BoxError {
     Box::new(violation)
@@ -217,29 +226,31 @@ impl ResumableCore {
         &self,
         event: &Event,
         requests: &[Request],
-    ) -> Result<Vec<ServiceRequest>, Violation> {
+    ) -> Result<Vec<ServiceRequest>, StepError> {
         requests
             .iter()
             .map(|request| {
                 let contract = request.contract;
                 let event_type = contract.accepts().event_type();
                 if !self.services.iter().any(|s| s.uri() == contract.uri() && s.version() == contract.version()) {
-                    return Err(Violation::config(format!(
+                    return Err(StepError::Violation(Violation::config(format!(
                         "Resumable {} requested service {} ({event_type}), which is not among its declared services",
                         self.source,
                         contract.dataschema()
-                    )));
+                    ))));
                 }
-                let data = request.payload(event.subject()).map_err(|e| {
-                    Violation::contract(format!(
+                let data = request.payload(event.subject()).map_err(|e| match e {
+                    // A value JSON cannot represent is the function's failure, not the contract's.
+                    Ok(not_representable) => StepError::Failure(Box::new(not_representable)),
+                    Err(e) => StepError::Violation(Violation::contract(format!(
                         "[Emittable Event Creation] Invalid event data: the request to service '{event_type}' cannot be serialized: {e}"
-                    ))
+                    ))),
                 })?;
                 contract.accepts().validate(&data).map_err(|errors| {
-                    Violation::contract(format!(
+                    StepError::Violation(Violation::contract(format!(
                         "[Emittable Event Creation] Invalid event data: the request to service '{event_type}' does not match {}: {errors}",
                         contract.dataschema()
-                    ))
+                    )))
                 })?;
                 Ok(ServiceRequest {
                     service: event_type,
@@ -418,13 +429,29 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
             Box::pin(async move {
                 let input = typed_input::<V, C>(call)?;
                 let ResumableOutput { context, requests, output } = (*handler)(input).await?;
-                let context = context.map(serde_json::to_value).transpose().map_err(|e| {
-                    boxed(Violation::execution(format!("the resumable context cannot be serialized: {e}")))
-                })?;
-                let output = output.map(serde_json::to_value).transpose().map_err(|e| {
-                    boxed(Violation::contract(format!(
+                let context =
+                    context.map(|c| crate::json::to_value(&c)).transpose().map_err(|e| match e {
+                        // A value JSON cannot represent fails the step that produced it, as a
+                        // machine's context does, instead of being saved as null.
+                        NotJson::NonFinite { path, value } => {
+                            let path = if path.is_empty() {
+                                "context".to_owned()
+                            } else {
+                                format!("context.{path}")
+                            };
+                            Box::new(StateNotJson(NotJson::NonFinite { path, value })) as BoxError
+                        }
+                        NotJson::Serialize(e) => boxed(Violation::execution(format!(
+                            "the resumable context cannot be serialized: {e}"
+                        ))),
+                    })?;
+                let complete_type = <V as Emits<V::Complete>>::EVENT_TYPE;
+                let output = output.map(|o| crate::json::payload_value(complete_type, &o)).transpose().map_err(|e| match e {
+                    // A value JSON cannot represent is the function's failure, not the contract's.
+                    Ok(not_representable) => Box::new(not_representable) as BoxError,
+                    Err(e) => boxed(Violation::contract(format!(
                         "[Emittable Event Creation] Invalid event data: the resumable output cannot be serialized: {e}"
-                    )))
+                    ))),
                 })?;
                 Ok(Returned { context, requests, output })
             })
