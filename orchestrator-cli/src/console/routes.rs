@@ -299,7 +299,7 @@ mod tests {
         assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{page}");
         assert!(page.contains("<div class=\"state final active current\" data-state=\"shipped\">"), "{page}");
         assert!(page.contains("arvo.orc.shop.order"), "{page}");
-        assert!(page.contains("None recorded: a SQLite store keeps no dead letters"), "{page}");
+        assert!(page.contains("<h2>Dead letters</h2><p class=\"empty\">None recorded.</p>"), "{page}");
         assert!(page.contains("No pending timer."), "{page}");
         // The only script is the console's own.
         assert_eq!(page.matches("<script").count(), 1, "{page}");
