@@ -12,7 +12,7 @@ use orchestrator::prelude::*;
 use orchestrator::runtime::Node;
 use orchestrator_examples::calculator::flows::AverageFlow;
 use orchestrator_examples::calculator::{AverageClient, AverageInput, AverageV1, services};
-use orchestrator_sqlite::SqliteConfig;
+use orchestrator_sqlite::{SqliteConfig, SqliteMemory};
 
 const CLIENT: &str = "com.test.client";
 
@@ -89,19 +89,26 @@ async fn twenty_thousand_workflows_at_once_on_sqlite_complete_exactly_once() {
     at_once_on_sqlite(20_000).await;
 }
 
+/// A durable node running the averaging workflow and its services on `memory`.
+async fn average_node(
+    memory: &Arc<SqliteMemory<WorkflowRecord>>,
+) -> Node<SqliteMemory<WorkflowRecord>, orchestrator::transport::InProcessTransport> {
+    Node::builder(Arc::clone(memory))
+        .durable()
+        .service(services::add().expect("add"))
+        .service(services::divide().expect("divide"))
+        .orchestrator(Orchestrator::builder(Arc::clone(memory)).machine::<AverageFlow>())
+        .build()
+        .await
+        .expect("a node")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_permanently_bad_event_is_dead_lettered_and_leaves_the_outbox() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let memory =
         Arc::new(SqliteConfig::new(dir.path().join("bad.db")).open::<WorkflowRecord>().expect("open"));
-    let node = Node::builder(Arc::clone(&memory))
-        .durable()
-        .service(services::add().expect("add"))
-        .service(services::divide().expect("divide"))
-        .orchestrator(Orchestrator::builder(Arc::clone(&memory)).machine::<AverageFlow>())
-        .build()
-        .await
-        .expect("a node");
+    let node = average_node(&memory).await;
     let subject = Subject::builder("arvo.orc.calc.average", "1.0.0", CLIENT).build().expect("subject");
     // `values` must be a list of numbers: a contract violation, which no retry can cure.
     let bad = Event::builder()
@@ -150,14 +157,7 @@ async fn a_permanently_bad_event_is_dead_lettered_and_leaves_the_outbox() {
     );
     let of_nobody = memory.buried(Some(nobody.as_str()), 0, 10).await.expect("by workflow");
     assert_eq!(of_nobody.len(), 1);
-    let again = Node::builder(Arc::clone(&memory))
-        .durable()
-        .service(services::add().expect("add"))
-        .service(services::divide().expect("divide"))
-        .orchestrator(Orchestrator::builder(Arc::clone(&memory)).machine::<AverageFlow>())
-        .build()
-        .await
-        .expect("a node");
+    let again = average_node(&memory).await;
     assert_eq!(again.recovered(), 0, "nothing dead is delivered again");
     again.shutdown().await;
 }
