@@ -709,3 +709,67 @@ fn unnamed_service_events_match_wildcards() {
         r#"MulError({"errorName":"E","errorMessage":"m","errorStack":null})"#
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// `init` with the start's meta.
+
+/// What a two-argument `init` saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Origin {
+    /// The input's values.
+    pub values: Vec<f64>,
+    /// The meta it was given.
+    pub subject: Option<String>,
+    /// The init event's source.
+    pub source: Option<String>,
+    /// The subject's initiator.
+    pub initiator: Option<String>,
+    /// The parent workflow's subject.
+    pub parent: Option<String>,
+    /// `redirectto` of the subject's meta.
+    pub redirect: Option<String>,
+}
+
+orchestrator::machine! {
+    /// Records where it started from.
+    pub machine Traced {
+        contract: AverageV1,
+        context: Origin,
+        init: |input, meta| Origin {
+            values: input.values.clone(),
+            subject: meta.subject.clone(),
+            source: meta.source.clone(),
+            initiator: meta.initiator.clone(),
+            parent: meta.parent_subject.clone(),
+            redirect: meta.meta("redirectto").map(str::to_owned),
+        },
+        output: |_| AverageOutput { average: 0.0 },
+        states: { open: {} },
+    }
+}
+
+#[test]
+fn init_sees_the_init_events_subject_source_and_parent() {
+    let parent = orchestrator::subject::Subject::builder("arvo.orc.parent", "1.0.0", "com.test.client")
+        .build()
+        .unwrap();
+    let init = EventFactory::<AverageV1>::new()
+        .init_child(AverageInput { values: vec![1.0] }, &parent, Event::builder().source("arvo.orc.parent"))
+        .unwrap();
+    let (m, _) = MachineInstance::<Traced>::start_wire(&init).unwrap();
+    let c = m.context();
+    assert_eq!(c.values, [1.0]);
+    assert_eq!(c.subject.as_deref(), Some(init.subject()));
+    assert_eq!(c.source.as_deref(), Some("arvo.orc.parent"));
+    assert_eq!(c.initiator.as_deref(), Some("arvo.orc.parent"));
+    assert_eq!(c.parent.as_deref(), Some(parent.as_str()));
+    assert_eq!(c.redirect.as_deref(), Some("com.test.client"));
+
+    // A root workflow has no parent; started without an event, the meta is empty.
+    let root = EventFactory::<AverageV1>::new().init(AverageInput { values: vec![2.0] }, client()).unwrap();
+    let (m, _) = MachineInstance::<Traced>::start_wire(&root).unwrap();
+    assert_eq!(m.context().parent, None);
+    assert_eq!(m.context().initiator.as_deref(), Some("com.test.client"));
+    let (m, _) = MachineInstance::<Traced>::start(AverageInput { values: vec![] }).unwrap();
+    assert_eq!((m.context().subject.as_ref(), m.context().source.as_ref()), (None, None));
+}

@@ -72,7 +72,8 @@ pub fn orchestrator_contract(input: TokenStream) -> TokenStream {
 ///         contract: AverageV1,                  // the self contract (an orchestrator contract)
 ///         services: { add: AddV1, divide: DivideV1 },
 ///         context: AverageContext,              // optional, default `()`
-///         init: init_context,                   // fn(&Init) -> Context (optional if Context: Default)
+///         init: init_context,                   // fn(&Init) -> Context, or |input, meta| … with
+///                                               // meta: &InitMeta (optional if Context: Default)
 ///         output: make_output,                  // fn(&Context) -> Complete
 ///         initial: adding,                      // optional: default = first child
 ///         states: {

@@ -60,6 +60,10 @@
 //! functions by path, or closures. A closure is shown in exported charts as `guard<N>` /
 //! `action<N>` unless you name it: `actions: [keep = |ctx, event, _| …]`.
 //!
+//! `init` is `fn(&Input) -> Context` (a function path or `|input| …`), or a two-parameter
+//! closure `|input, meta| …` whose `meta` is an [`InitMeta`](crate::machine::InitMeta): the init
+//! event's subject and source, the subject's meta and initiator, the parent workflow's subject.
+//!
 //! ## Recipe: a human approval
 //!
 //! A human decision is a service like any other: the workflow sends a request to a

@@ -11,7 +11,7 @@ use syn::spanned::Spanned;
 use syn::{Ident, Type};
 
 use super::chart::{Patches, Sink, walk};
-use super::model::{Act, Custom, Grd, Kind, Model, Node, Target, Trans, Trig};
+use super::model::{Act, Custom, Grd, Init, InitForm, Kind, Model, Node, Target, Trans, Trig};
 use crate::shared::respan;
 
 /// How exporters show a custom guard or action (`kind`: `"guard"` / `"action"`, `id`: its
@@ -430,15 +430,23 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
     // Each user function is ascribed its type, spanned on the user's expression: a wrong
     // signature is one error pointing at it.
     let init = match &model.init {
-        Some(expr) => {
+        Some(Init { expr, form: InitForm::Input }) => {
             let ty = respan(&quote!(fn(&#init_ty) -> #ctx), expr.span());
-            quote_spanned!(expr.span()=> let __init: #ty = #expr; __init(input))
+            quote_spanned!(expr.span()=> let _ = meta; let __init: #ty = #expr; __init(input))
+        }
+        Some(Init { expr, form: InitForm::InputMeta }) => {
+            let ty = respan(&quote!(fn(&#init_ty, &::orchestrator::machine::InitMeta) -> #ctx), expr.span());
+            quote_spanned!(expr.span()=> let __init: #ty = #expr; __init(input, meta))
+        }
+        // Reported: the closure is not checked against a signature it cannot have.
+        Some(Init { form: InitForm::Invalid, .. }) => {
+            quote!(let _ = (input, meta); ::std::unreachable!("`init` did not compile"))
         }
         None => {
             let span = model.context.as_ref().map_or(model.name.span(), |c| c.span());
             let ty = respan(&quote!(fn(&#init_ty) -> #ctx), span);
             let default = respan(&quote!(<#ctx as ::std::default::Default>::default()), span);
-            quote_spanned!(span=> let __init: #ty = |_| #default; __init(input))
+            quote_spanned!(span=> let _ = meta; let __init: #ty = |_| #default; __init(input))
         }
     };
     let output = model.output.as_ref().map(|expr| {
@@ -533,7 +541,10 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
     );
     let init_event = respan(&quote!(#event::Init(input)), contract_span);
     let event_assoc = respan(&quote!(type Event = #event;), contract_span);
-    let init_sig = respan(&quote!(fn init(input: &#init_ty) -> #ctx), contract_span);
+    let init_sig = respan(
+        &quote!(fn init(input: &#init_ty, meta: &::orchestrator::machine::InitMeta) -> #ctx),
+        contract_span,
+    );
     let output_sig = respan(&quote!(fn output(context: &#ctx) -> #complete_ty), contract_span);
     let init_event_sig = respan(&quote!(fn init_event(input: #init_ty) -> #event), contract_span);
     let decode_sig = respan(

@@ -157,6 +157,23 @@ mod tests {
     }
 
     #[test]
+    fn init_takes_one_or_two_parameters() {
+        let with = |init: &str| {
+            errors(&format!(
+                "pub machine M {{ contract: C, init: {init}, output: f, states: {{ a: {{}} }} }}"
+            ))
+        };
+        assert!(with("|i| c(i)").is_empty());
+        assert!(with("|i, m| c(i, m)").is_empty());
+        assert!(with("make").is_empty());
+        for bad in ["|| c()", "|i, m, x| c(i)"] {
+            let errs = with(bad);
+            assert_eq!(errs.len(), 1, "{errs:#?}");
+            assert!(errs[0].contains("`|input, meta| …`"), "{errs:#?}");
+        }
+    }
+
+    #[test]
     fn unreachable_states_are_reported_once_per_subtree() {
         let errs = errors(&machine("a: {}, b: { states: { x: {}, y: {} } }"));
         assert_eq!(

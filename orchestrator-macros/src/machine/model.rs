@@ -16,7 +16,7 @@ pub(crate) struct Model {
     /// The `services` key (or the machine name), where generated service APIs are spanned.
     pub services_span: proc_macro2::Span,
     pub context: Option<Type>,
-    pub init: Option<Expr>,
+    pub init: Option<Init>,
     pub output: Option<Expr>,
     /// States in document order (pre-order, history states included); `nodes[0]` is the root.
     /// A node's index is its `StateId` in the chart.
@@ -29,6 +29,23 @@ pub(crate) struct Model {
     pub actions: Vec<Custom>,
     /// The chart's fingerprint, when it built without errors.
     pub fingerprint: Option<u64>,
+}
+
+/// The `init` function and the arguments it takes.
+pub(crate) struct Init {
+    pub expr: Expr,
+    pub form: InitForm,
+}
+
+/// How `init` is called, from the number of parameters of its closure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InitForm {
+    /// `fn(&Input) -> Context`: a function path or a one-parameter closure.
+    Input,
+    /// `fn(&Input, &InitMeta) -> Context`: a two-parameter closure.
+    InputMeta,
+    /// A closure with another number of parameters (reported).
+    Invalid,
 }
 
 /// A custom guard or action.

@@ -19,7 +19,9 @@ use super::ast::{
     ActionAst, Body, CustomAst, GuardAst, MachineDecl, PathList, TransitionAst, TransitionValue, TriggerAst,
     Value,
 };
-use super::model::{Act, Custom, EventVariant, Grd, Kind, Model, Node, Service, Target, Trans, Trig};
+use super::model::{
+    Act, Custom, EventVariant, Grd, Init, InitForm, Kind, Model, Node, Service, Target, Trans, Trig,
+};
 use super::names::{ident, pascal, push_syn_error, token_text};
 use crate::ctxt::Ctxt;
 use crate::shared::closest;
@@ -105,7 +107,7 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
             }
             ("contract", Some(Value::Type(ty))) => contract = Some(*ty),
             ("context", Some(Value::Type(ty))) => context = Some(*ty),
-            ("init", Some(Value::Expr(e))) => init = Some(*e),
+            ("init", Some(Value::Expr(e))) => init = Some(lw.init(*e)),
             ("output", Some(Value::Expr(e))) => output = Some(*e),
             ("services", Some(Value::Services(list))) => {
                 services_span = entry.key.span();
@@ -165,6 +167,30 @@ fn describe(path: &str) -> String {
 }
 
 impl Lowerer<'_> {
+    /// `init`: a closure's parameters say whether it also takes the start's meta.
+    fn init(&mut self, expr: syn::Expr) -> Init {
+        let form = match &expr {
+            syn::Expr::Closure(c) => match c.inputs.len() {
+                1 => InitForm::Input,
+                2 => InitForm::InputMeta,
+                n => {
+                    let message = "`init` takes the init payload and, optionally, where the workflow starts \
+                         from: `|input| …` or `|input, meta| …` (`meta: &orchestrator::machine::InitMeta`)";
+                    if n == 0 {
+                        let (or1, or2) = (&c.or1_token, &c.or2_token);
+                        self.cx.error_spanned_by(quote::quote!(#or1 #or2), message);
+                    } else {
+                        let extra: Vec<_> = c.inputs.iter().skip(2).collect();
+                        self.cx.error_spanned_by(quote::quote!(#(#extra)*), message);
+                    }
+                    InitForm::Invalid
+                }
+            },
+            _ => InitForm::Input,
+        };
+        Init { expr, form }
+    }
+
     fn services(&mut self, list: Vec<(Ident, Type)>) {
         let mut keys: HashMap<String, Ident> = HashMap::new();
         let mut types: HashMap<String, Ident> = HashMap::new();

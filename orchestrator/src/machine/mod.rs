@@ -35,7 +35,7 @@
 //!     contract: SelfV1,              // the self contract version (an orchestrator contract)
 //!     services: { add: AddV1, … },   // optional: service name → contract version
 //!     context: Ctx,                  // optional (default `()`): Serialize + DeserializeOwned + Clone + Send
-//!     init: init_fn,                 // fn(&Init) -> Ctx; optional when Ctx: Default
+//!     init: init_fn,                 // fn(&Init) -> Ctx, or |input, meta| … (meta: &InitMeta); optional when Ctx: Default
 //!     output: output_fn,             // fn(&Ctx) -> Complete
 //!     type: parallel,                // optional: the machine itself is a parallel state
 //!     initial: child,                // optional: default = the first child
@@ -213,6 +213,55 @@
 //! m.send_named("go")?;
 //! m.send_named("stop")?;
 //! assert_eq!(m.context().lines, ["started", "got go", "left busy", "got stop"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## What `init` sees
+//!
+//! `init` is `fn(&Init) -> Context`: a function path, or a closure of one parameter
+//! (`init: |input| …`). A closure of two parameters, `init: |input, meta| …`, also gets an
+//! [`&InitMeta`](InitMeta): the init event's subject and source, the orchestration subject's meta
+//! map and initiator, and the parent workflow's subject (`parentSubject$$`) for a child workflow.
+//! The macro tells the two forms apart by the closure's parameters; to use a two-argument
+//! function, wrap it: `init: |input, meta| make_context(input, meta)`. A workflow run by an
+//! orchestrator starts from its init event ([`MachineInstance::start_wire`]);
+//! [`MachineInstance::start`] gives an empty `InitMeta`, and
+//! [`start_with_meta`](MachineInstance::start_with_meta) any other.
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::{InitMeta, MachineInstance};
+//! # use orchestrator::subject::Subject;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start { pub amount: u32 }
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! #[derive(Debug, Clone, Serialize, Deserialize)]
+//! pub struct Claim { pub amount: u32, pub tenant: Option<String>, pub by: Option<String> }
+//!
+//! orchestrator::machine! {
+//!     pub machine Claims {
+//!         contract: FlowV1,
+//!         context: Claim,
+//!         init: |input, meta| Claim {
+//!             amount: input.amount,
+//!             tenant: meta.meta("tenant").map(str::to_owned),
+//!             by: meta.initiator.clone(),
+//!         },
+//!         output: |_| Done {},
+//!         states: { open: {} },
+//!     }
+//! }
+//!
+//! let subject = Subject::builder("arvo.orc.flow", "1.0.0", "com.acme.app").meta("tenant", "acme").build()?;
+//! let (m, _) = MachineInstance::<Claims>::start_with_meta(Start { amount: 5 }, InitMeta::from_subject(subject.as_str()))?;
+//! assert_eq!(m.context().tenant.as_deref(), Some("acme"));
+//! assert_eq!(m.context().by.as_deref(), Some("com.acme.app"));
+//! // Without an event nor a subject, the meta is empty.
+//! let (m, _) = MachineInstance::<Claims>::start(Start { amount: 5 })?;
+//! assert_eq!(m.context().tenant, None);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -563,6 +612,7 @@
 //! }
 //! ```
 
+mod init_meta;
 mod instance;
 mod requests;
 mod traits;
@@ -570,6 +620,7 @@ mod traits;
 #[doc(hidden)]
 pub mod __private;
 
+pub use init_meta::InitMeta;
 pub use instance::{MachineError, MachineInstance, Snapshot};
 pub use orchestrator_chart as chart;
 pub use orchestrator_chart::{Chart, MachineState};

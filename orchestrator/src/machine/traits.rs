@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use super::init_meta::InitMeta;
 use super::requests::Requests;
 use crate::contract::{ContractVersion, OrchestratorVersion, Payload, VersionedContract};
 use crate::event::Event;
@@ -70,8 +71,9 @@ pub trait Machine: Sized + Send + Sync + 'static {
         NameTable::from_lists(Self::guard_names().iter().copied(), Self::action_names().iter().copied())
     }
 
-    /// The initial context, from the init payload.
-    fn init(input: &Self::Input) -> Self::Context;
+    /// The initial context, from the init payload and where the workflow starts from (the
+    /// generated code passes `meta` on to a two-argument `init: |input, meta| …` only).
+    fn init(input: &Self::Input, meta: &InitMeta) -> Self::Context;
 
     /// The completion payload, from the final context.
     fn output(context: &Self::Context) -> Self::Output;
