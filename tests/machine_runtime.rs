@@ -773,3 +773,52 @@ fn init_sees_the_init_events_subject_source_and_parent() {
     let (m, _) = MachineInstance::<Traced>::start(AverageInput { values: vec![] }).unwrap();
     assert_eq!((m.context().subject.as_ref(), m.context().source.as_ref()), (None, None));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Computed `after` delays: a closure, a function, a `Duration` and a `u64` of ms.
+
+const GRACE: std::time::Duration = std::time::Duration::from_millis(300);
+const SHORT_MS: u64 = 50;
+
+fn twice(ctx: &Vec<u64>) -> std::time::Duration {
+    std::time::Duration::from_millis(ctx.first().copied().unwrap_or(0) * 2)
+}
+
+orchestrator::machine! {
+    /// Steps through its delays.
+    pub machine Stepper {
+        contract: AverageV1,
+        context: Vec<u64>,
+        init: |input| input.values.iter().map(|v| *v as u64).collect(),
+        output: |_| AverageOutput { average: 0.0 },
+        states: {
+            a: { after: { first = |ctx| std::time::Duration::from_millis(ctx[0]) => b } },
+            b: { after: { twice => c } },
+            c: { after: { GRACE => d, 1000 => a } },
+            d: { after: { SHORT_MS => e } },
+            e: { type: final },
+        },
+    }
+}
+
+#[test]
+fn computed_delays_are_evaluated_on_entry() {
+    let (mut m, _) = MachineInstance::<Stepper>::start(AverageInput { values: vec![100.0] }).unwrap();
+    m.advance(99).unwrap();
+    assert_eq!(m.state(), StepperState::A);
+    m.advance(1).unwrap();
+    assert_eq!(m.state(), StepperState::B);
+    m.advance(199).unwrap();
+    assert_eq!(m.state(), StepperState::B);
+    m.advance(1).unwrap();
+    assert_eq!(m.state(), StepperState::C);
+    m.advance(300).unwrap();
+    assert_eq!(m.state(), StepperState::D);
+    m.advance(50).unwrap();
+    assert!(m.is_done());
+
+    let mermaid = orchestrator::machine::chart::export::to_mermaid(Stepper::chart(), &Stepper::names());
+    for label in ["after first", "after twice", "after GRACE", "after 1000ms", "after SHORT_MS"] {
+        assert!(mermaid.contains(label), "{label}: {mermaid}");
+    }
+}

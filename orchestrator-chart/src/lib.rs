@@ -171,7 +171,7 @@ pub mod interpreter;
 pub mod json;
 pub mod model;
 
-pub use action::{Action, ActionId, ActionKind, ActionSpec, EventName, Guard, GuardId, GuardSpec};
+pub use action::{Action, ActionId, ActionKind, ActionSpec, DelayId, EventName, Guard, GuardId, GuardSpec};
 pub use bitset::StateSet;
 pub use builder::{BuildError, ChartBuilder, MAX_STATES, NodeKind, NodeRef, TransitionSpec, TriggerSpec};
 pub use config::{FORMAT_VERSION, MachineState, PendingTimer, StateCodecError, TimerKind};

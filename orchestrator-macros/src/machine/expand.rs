@@ -497,6 +497,33 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
         let call = quote_spanned!(expr.span()=> let __action: #ty = #expr;);
         quote!(#id => { #call __action(context, event, &mut __out) })
     });
+    // A closure is ascribed `fn(&Context) -> Duration` (so that its parameter's type is known);
+    // any other expression (a function, a `Duration` or a `u64` of ms) goes through `AfterDelay`.
+    let delays = model.delays.iter().enumerate().map(|(i, Custom { expr, .. })| {
+        let id = u32_lit(i);
+        let call = if matches!(expr, syn::Expr::Closure(_)) {
+            let ty = respan(&quote!(fn(&#ctx) -> ::std::time::Duration), expr.span());
+            quote_spanned! {expr.span()=>
+                let __delay: #ty = #expr;
+                ::orchestrator::machine::__private::duration_ms(__delay(context))
+            }
+        } else {
+            quote_spanned! {expr.span()=>
+                ::orchestrator::machine::__private::AfterDelay::<#ctx>::delay_ms(&#expr, context)
+            }
+        };
+        quote!(#id => { #call })
+    });
+    let delay_body = if model.delays.is_empty() {
+        quote!(let _ = (id, context); 0)
+    } else {
+        quote! {
+            match id.0 {
+                #(#delays)*
+                _ => 0,
+            }
+        }
+    };
     let action_body = if model.actions.is_empty() {
         quote!(let _ = (id, context, event, outbox);)
     } else {
@@ -614,6 +641,13 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
                 #init_event_sig #init_event_block
 
                 #decode_sig #decode_body
+
+                fn delay(
+                    id: ::orchestrator::machine::__private::chart::DelayId,
+                    context: &#ctx,
+                ) -> u64 {
+                    #delay_body
+                }
 
                 fn guard(
                     id: ::orchestrator::machine::__private::chart::GuardId,
@@ -805,6 +839,11 @@ impl Sink for TokenSink<'_> {
             Trig::After(ms) => {
                 let ms = Literal::u64_unsuffixed(*ms);
                 quote!(__c::TransitionSpec::after(#ms))
+            }
+            Trig::AfterComputed(i) => {
+                let name = self.model.delays[*i].delay_name(*i);
+                let i = u32_lit(*i);
+                quote!(__c::TransitionSpec::after_computed(__c::DelayId(#i), #name))
             }
         };
         for t in targets {

@@ -27,6 +27,8 @@ pub(crate) struct Model {
     pub guards: Vec<Custom>,
     /// Custom actions by `ActionId`.
     pub actions: Vec<Custom>,
+    /// Computed `after` delays by `DelayId`.
+    pub delays: Vec<Custom>,
     /// The chart's fingerprint, when it built without errors.
     pub fingerprint: Option<u64>,
 }
@@ -54,6 +56,24 @@ pub(crate) struct Custom {
     pub expr: Expr,
     /// The name given with `name = closure`, if any.
     pub name: Option<Ident>,
+}
+
+impl Custom {
+    /// The name of computed delay `id` in the chart (an identifier): the name given with
+    /// `name = ...`, a path's last segment, or `delay<id>`.
+    pub(crate) fn delay_name(&self, id: usize) -> String {
+        use syn::ext::IdentExt;
+        if let Some(name) = &self.name {
+            return name.unraw().to_string();
+        }
+        match &self.expr {
+            Expr::Path(p) if p.qself.is_none() => match p.path.segments.last() {
+                Some(s) => s.ident.unraw().to_string(),
+                None => format!("delay{id}"),
+            },
+            _ => format!("delay{id}"),
+        }
+    }
 }
 
 /// A declared service.
@@ -143,6 +163,8 @@ pub(crate) enum Trig {
     Always,
     /// `after` ms.
     After(u64),
+    /// `after` the computed delay `delays[i]`.
+    AfterComputed(usize),
     /// An unknown service (reported).
     Invalid,
 }

@@ -16,8 +16,8 @@ use syn::ext::IdentExt;
 use syn::{Ident, LitStr, Type};
 
 use super::ast::{
-    ActionAst, Body, CustomAst, GuardAst, MachineDecl, PathList, TransitionAst, TransitionValue, TriggerAst,
-    Value,
+    ActionAst, Body, CustomAst, DelayAst, GuardAst, MachineDecl, PathList, TransitionAst, TransitionValue,
+    TriggerAst, Value,
 };
 use super::model::{
     Act, Custom, EventVariant, Grd, Init, InitForm, Kind, Model, Node, Service, Target, Trans, Trig,
@@ -54,6 +54,7 @@ struct Lowerer<'c> {
     event_keys: HashMap<(usize, String), usize>,
     guards: Vec<Custom>,
     actions: Vec<Custom>,
+    delays: Vec<Custom>,
     tree_reliable: bool,
 }
 
@@ -71,6 +72,7 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
         events: Vec::new(),
         event_keys: HashMap::new(),
         guards: Vec::new(),
+        delays: Vec::new(),
         actions: Vec::new(),
         tree_reliable: !syntax_errors,
     };
@@ -129,7 +131,7 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
     lw.state(None, None, String::new(), Body { entries: state_entries });
     lw.name_types();
 
-    let Lowerer { nodes, services, events, guards, actions, tree_reliable, .. } = lw;
+    let Lowerer { nodes, services, events, guards, actions, delays, tree_reliable, .. } = lw;
     Checked {
         model: Model {
             attrs,
@@ -145,6 +147,7 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
             nodes,
             events,
             guards,
+            delays,
             actions,
             fingerprint: None,
         },
@@ -459,17 +462,45 @@ impl Lowerer<'_> {
             }
         }
         if let Some((_, Value::After(list))) = values.remove("after") {
-            for (ms_lit, transitions) in list {
-                let ms = match ms_lit.base10_parse::<u64>() {
-                    Ok(ms) => ms,
-                    Err(_) => {
-                        self.cx
-                            .error_spanned_by(&ms_lit, "an `after` delay is a whole number of milliseconds");
-                        continue;
+            let mut delay_names = HashSet::new();
+            for (delay, transitions) in list {
+                let (trig, tokens) = match delay {
+                    DelayAst::Ms(ms_lit) => match ms_lit.base10_parse::<u64>() {
+                        Ok(ms) => (Trig::After(ms), ms_lit.to_token_stream()),
+                        Err(_) => {
+                            self.cx.error_spanned_by(
+                                &ms_lit,
+                                "an `after` delay is a whole number of milliseconds, or computed: \
+                                 `name = |ctx| Duration::from_millis(ctx.timeout_ms)`",
+                            );
+                            continue;
+                        }
+                    },
+                    DelayAst::Computed(CustomAst { name, expr, bad_name }) => {
+                        if let Some(e) = bad_name {
+                            push_syn_error(self.cx, e);
+                        }
+                        let tokens = match &name {
+                            Some(name) => name.to_token_stream(),
+                            None => expr.to_token_stream(),
+                        };
+                        let delay = Custom { expr: *expr, name };
+                        let text = delay.delay_name(self.delays.len());
+                        if !delay_names.insert(text.clone()) {
+                            self.cx.error_spanned_by(
+                                &tokens,
+                                format!(
+                                    "duplicate delay `{text}` in this state: list the transitions it takes, as in `{text} = ... => [a, b]`"
+                                ),
+                            );
+                            continue;
+                        }
+                        self.delays.push(delay);
+                        (Trig::AfterComputed(self.delays.len() - 1), tokens)
                     }
                 };
                 for t in transitions {
-                    self.transition(idx, Trig::After(ms), ms_lit.to_token_stream(), t);
+                    self.transition(idx, trig.clone(), tokens.clone(), t);
                 }
             }
         }

@@ -3,7 +3,8 @@
 use std::fmt;
 
 use orchestrator_chart::{
-    ActionId, Chart, EventKind, EventRef, GuardId, Host, Interpreter, MachineState, RunError, StateCodecError,
+    ActionId, Chart, DelayId, EventKind, EventRef, GuardId, Host, Interpreter, MachineState, RunError,
+    StateCodecError,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -115,6 +116,10 @@ impl<M: Machine> Host for MachineHost<M> {
 
     fn guard(&mut self, guard: GuardId, context: &M::Context, event: &EventRef<'_>) -> bool {
         M::guard(guard, context, resolve::<M>(&self.current, &mut self.named, event))
+    }
+
+    fn delay(&mut self, delay: DelayId, context: &M::Context) -> u64 {
+        M::delay(delay, context)
     }
 
     fn action(&mut self, action: ActionId, context: &mut M::Context, event: &EventRef<'_>) {

@@ -3,7 +3,7 @@
 use std::fmt::Debug;
 
 use orchestrator_chart::export::NameTable;
-use orchestrator_chart::{ActionId, Chart, GuardId, StateSet};
+use orchestrator_chart::{ActionId, Chart, DelayId, GuardId, StateSet};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -84,6 +84,10 @@ pub trait Machine: Sized + Send + Sync + 'static {
     /// Decodes a wire event into a typed event: the self contract's init event, an event a
     /// service emits (including its system error), each validated against its contract schema.
     fn decode(event: &Event) -> Result<Self::Event, Violation>;
+
+    /// Computes `after` delay `id` in ms, when its state is entered (after its entry actions);
+    /// the timer is then stored with its due time like a fixed one.
+    fn delay(id: DelayId, context: &Self::Context) -> u64;
 
     /// Evaluates guard `id`.
     fn guard(id: GuardId, context: &Self::Context, event: &Self::Event) -> bool;
