@@ -780,6 +780,7 @@ fn init_sees_the_init_events_subject_source_and_parent() {
 const GRACE: std::time::Duration = std::time::Duration::from_millis(300);
 const SHORT_MS: u64 = 50;
 
+#[allow(clippy::ptr_arg)] // a delay function takes `&Context`, here `&Vec<u64>`
 fn twice(ctx: &Vec<u64>) -> std::time::Duration {
     std::time::Duration::from_millis(ctx.first().copied().unwrap_or(0) * 2)
 }

@@ -86,6 +86,7 @@ pub fn orchestrator_contract(input: TokenStream) -> TokenStream {
 ///                 },
 ///             },
 ///             dividing: { on: { divide::Quotient => done }, after: { 5000 => failed } },
+///             // or computed on entry: after: { timeout = |ctx| Duration::from_millis(ctx.ms) => failed }
 ///             done: { type: final },
 ///             failed: { type: final },
 ///         },

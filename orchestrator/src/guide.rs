@@ -64,6 +64,11 @@
 //! closure `|input, meta| …` whose `meta` is an [`InitMeta`](crate::machine::InitMeta): the init
 //! event's subject and source, the subject's meta and initiator, the parent workflow's subject.
 //!
+//! An `after` delay is a number of ms, or computed when the state is entered:
+//! `after: { payment_timeout = |ctx| Duration::from_millis(ctx.timeout_ms) => rejected }`, a
+//! function `fn(&Context) -> Duration`, or a `Duration` / `u64` constant. Exported charts show it
+//! as `after payment_timeout`.
+//!
 //! ## Recipe: a human approval
 //!
 //! A human decision is a service like any other: the workflow sends a request to a

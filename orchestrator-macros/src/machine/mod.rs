@@ -157,6 +157,16 @@ mod tests {
     }
 
     #[test]
+    fn computed_delays() {
+        let errs = errors(&machine(
+            "a: { after: { t = |c| d(c) => b, twice => b, 10 => b, |c| d(c) => b } }, b: { after: { t = f => a } }",
+        ));
+        assert!(errs.is_empty(), "{errs:#?}");
+        one_error("a: { after: { t = f => a, t = g => a } }", "duplicate delay `t`");
+        one_error("a: { after: { x.y = f => a } }", "the name of a delay is an identifier");
+    }
+
+    #[test]
     fn init_takes_one_or_two_parameters() {
         let with = |init: &str| {
             errors(&format!(
@@ -188,7 +198,7 @@ mod tests {
     #[test]
     fn syntax_errors_are_recovered() {
         let errs =
-            errors(&machine("a: { on: { \"t\" => { target: a, reenter: 1 } } }, b: { after: { x => a } }"));
+            errors(&machine("a: { on: { \"t\" => { target: a, reenter: 1 } } }, b: { after: { => a } }"));
         assert_eq!(errs.len(), 2, "{errs:#?}");
     }
 

@@ -52,6 +52,7 @@
 //!     on_done: TRANSITIONS                     // done.state.<this state> (compound / parallel)
 //!     always: TRANSITIONS                      // eventless
 //!     after: { ms => TRANSITIONS, … }          // timers started on entry, cancelled on exit
+//!     after: { DELAY => TRANSITIONS, … }       // DELAY: ms | name = |ctx| Duration | fn_path | CONST (Duration or u64 ms)
 //!     history: shallow | deep, target: PATHS, actions: ACTIONS   // history states only (default)
 //!
 //! TRIGGER:      service::Payload | service::<path::Payload> | service::error | "name" | "prefix.*" | "*"
@@ -501,6 +502,15 @@
 //! delay = ms, id = "t")` schedules an event that only `cancel("t")` stops. Pending timers are part
 //! of the persisted state.
 //!
+//! A delay may be computed when its state is entered (after the state's entry actions), from the
+//! context: `after: { payment_timeout = |ctx| Duration::from_millis(ctx.timeout_ms) => rejected }`
+//! (a closure `fn(&Context) -> Duration`), a function path `fn(&Context) -> Duration`, or a
+//! constant `Duration` or `u64` of ms (`after: { GRACE => … }`). Its due time is then stored like
+//! a fixed delay's: a restored or restarted workflow does not compute it again. Exported charts
+//! show it by name: `after payment_timeout` (the name given with `name = …`, a path's last
+//! segment, or `delay<N>` for an unnamed closure); XState exports key it by that name, as XState's
+//! named delays.
+//!
 //! ```
 //! # use orchestrator::prelude::*;
 //! # use orchestrator::machine::MachineInstance;
@@ -536,6 +546,54 @@
 //! let mut m = MachineInstance::<Session>::restore(Snapshot::from_bytes(&saved)?)?;
 //! m.advance(1000)?;
 //! assert_eq!(m.state(), SessionState::Expired);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A computed delay, evaluated on entry and stored with the state:
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::{Machine, MachineInstance, Snapshot};
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start { pub timeout_ms: u64 }
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! use std::time::Duration;
+//!
+//! #[derive(Debug, Clone, Serialize, Deserialize)]
+//! pub struct Payment { pub timeout_ms: u64 }
+//!
+//! const GRACE: Duration = Duration::from_secs(1);
+//!
+//! orchestrator::machine! {
+//!     pub machine Checkout {
+//!         contract: FlowV1,
+//!         context: Payment,
+//!         init: |input| Payment { timeout_ms: input.timeout_ms },
+//!         output: |_| Done {},
+//!         states: {
+//!             paying: {
+//!                 after: { payment_timeout = |ctx| Duration::from_millis(ctx.timeout_ms) => grace },
+//!             },
+//!             grace: { after: { GRACE => rejected } },
+//!             rejected: { type: final },
+//!         },
+//!     }
+//! }
+//!
+//! let (m, _) = MachineInstance::<Checkout>::start(Start { timeout_ms: 3000 })?;
+//! assert_eq!(m.next_due(), Some(3000));
+//! let saved = m.snapshot().to_bytes()?;
+//! let mut m = MachineInstance::<Checkout>::restore(Snapshot::from_bytes(&saved)?)?;
+//! m.advance(3000)?;
+//! assert_eq!(m.state(), CheckoutState::Grace);
+//! m.advance(1000)?;
+//! assert!(m.is_done());
+//!
+//! let mermaid = orchestrator::machine::chart::export::to_mermaid(Checkout::chart(), &Checkout::names());
+//! assert!(mermaid.contains("paying --> grace : after payment_timeout"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
