@@ -709,3 +709,117 @@ fn unnamed_service_events_match_wildcards() {
         r#"MulError({"errorName":"E","errorMessage":"m","errorStack":null})"#
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// `init` with the start's meta.
+
+/// What a two-argument `init` saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Origin {
+    /// The input's values.
+    pub values: Vec<f64>,
+    /// The meta it was given.
+    pub subject: Option<String>,
+    /// The init event's source.
+    pub source: Option<String>,
+    /// The subject's initiator.
+    pub initiator: Option<String>,
+    /// The parent workflow's subject.
+    pub parent: Option<String>,
+    /// `redirectto` of the subject's meta.
+    pub redirect: Option<String>,
+}
+
+orchestrator::machine! {
+    /// Records where it started from.
+    pub machine Traced {
+        contract: AverageV1,
+        context: Origin,
+        init: |input, meta| Origin {
+            values: input.values.clone(),
+            subject: meta.subject.clone(),
+            source: meta.source.clone(),
+            initiator: meta.initiator.clone(),
+            parent: meta.parent_subject.clone(),
+            redirect: meta.meta("redirectto").map(str::to_owned),
+        },
+        output: |_| AverageOutput { average: 0.0 },
+        states: { open: {} },
+    }
+}
+
+#[test]
+fn init_sees_the_init_events_subject_source_and_parent() {
+    let parent = orchestrator::subject::Subject::builder("arvo.orc.parent", "1.0.0", "com.test.client")
+        .build()
+        .unwrap();
+    let init = EventFactory::<AverageV1>::new()
+        .init_child(AverageInput { values: vec![1.0] }, &parent, Event::builder().source("arvo.orc.parent"))
+        .unwrap();
+    let (m, _) = MachineInstance::<Traced>::start_wire(&init).unwrap();
+    let c = m.context();
+    assert_eq!(c.values, [1.0]);
+    assert_eq!(c.subject.as_deref(), Some(init.subject()));
+    assert_eq!(c.source.as_deref(), Some("arvo.orc.parent"));
+    assert_eq!(c.initiator.as_deref(), Some("arvo.orc.parent"));
+    assert_eq!(c.parent.as_deref(), Some(parent.as_str()));
+    assert_eq!(c.redirect.as_deref(), Some("com.test.client"));
+
+    // A root workflow has no parent; started without an event, the meta is empty.
+    let root = EventFactory::<AverageV1>::new().init(AverageInput { values: vec![2.0] }, client()).unwrap();
+    let (m, _) = MachineInstance::<Traced>::start_wire(&root).unwrap();
+    assert_eq!(m.context().parent, None);
+    assert_eq!(m.context().initiator.as_deref(), Some("com.test.client"));
+    let (m, _) = MachineInstance::<Traced>::start(AverageInput { values: vec![] }).unwrap();
+    assert_eq!((m.context().subject.as_ref(), m.context().source.as_ref()), (None, None));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Computed `after` delays: a closure, a function, a `Duration` and a `u64` of ms.
+
+const GRACE: std::time::Duration = std::time::Duration::from_millis(300);
+const SHORT_MS: u64 = 50;
+
+#[allow(clippy::ptr_arg)] // a delay function takes `&Context`, here `&Vec<u64>`
+fn twice(ctx: &Vec<u64>) -> std::time::Duration {
+    std::time::Duration::from_millis(ctx.first().copied().unwrap_or(0) * 2)
+}
+
+orchestrator::machine! {
+    /// Steps through its delays.
+    pub machine Stepper {
+        contract: AverageV1,
+        context: Vec<u64>,
+        init: |input| input.values.iter().map(|v| *v as u64).collect(),
+        output: |_| AverageOutput { average: 0.0 },
+        states: {
+            a: { after: { first = |ctx| std::time::Duration::from_millis(ctx[0]) => b } },
+            b: { after: { twice => c } },
+            c: { after: { GRACE => d, 1000 => a } },
+            d: { after: { SHORT_MS => e } },
+            e: { type: final },
+        },
+    }
+}
+
+#[test]
+fn computed_delays_are_evaluated_on_entry() {
+    let (mut m, _) = MachineInstance::<Stepper>::start(AverageInput { values: vec![100.0] }).unwrap();
+    m.advance(99).unwrap();
+    assert_eq!(m.state(), StepperState::A);
+    m.advance(1).unwrap();
+    assert_eq!(m.state(), StepperState::B);
+    m.advance(199).unwrap();
+    assert_eq!(m.state(), StepperState::B);
+    m.advance(1).unwrap();
+    assert_eq!(m.state(), StepperState::C);
+    m.advance(300).unwrap();
+    assert_eq!(m.state(), StepperState::D);
+    m.advance(50).unwrap();
+    assert!(m.is_done());
+
+    let mermaid = orchestrator::machine::chart::export::to_mermaid(Stepper::chart(), &Stepper::names());
+    for label in ["after first", "after twice", "after GRACE", "after 1000ms", "after SHORT_MS"] {
+        assert!(mermaid.contains(label), "{label}: {mermaid}");
+    }
+}

@@ -301,3 +301,54 @@ async fn a_wake_up_for_an_unknown_or_finished_workflow_is_ignored() {
     assert!(mem.read(unknown.subject()).await.unwrap().is_none(), "a wake-up never creates a workflow");
     assert!(wake_event("not a subject", t0()).is_err(), "a wake-up needs an orchestration subject");
 }
+
+// ---------------------------------------------------------------------------------------------
+// A delay computed from the context when the state is entered.
+
+orchestrator::machine! {
+    /// Waits `a` ms (computed from the input), then times out.
+    pub machine PatientFlow {
+        contract: DelayedV1,
+        context: Ctx,
+        init: |input| Ctx { a: input.a, b: input.b, ..Ctx::default() },
+        output: |ctx| DelayedOutput { sum: ctx.sum, timed_out: ctx.timed_out },
+        states: {
+            waiting: {
+                after: {
+                    patience = |ctx| Duration::from_millis(ctx.a as u64) => {
+                        target: timed_out,
+                        actions: [|ctx, _, _| ctx.timed_out = true],
+                    },
+                },
+            },
+            timed_out: { type: final },
+        },
+    }
+}
+
+#[tokio::test]
+async fn a_computed_delay_is_stored_with_the_state_and_fires_after_a_restart() {
+    let (mem, clock) = memory_and_clock();
+    let patient = || {
+        Orchestrator::builder(Arc::clone(&mem))
+            .machine::<PatientFlow>()
+            .clock(Arc::clone(&clock) as Arc<dyn Clock>)
+            .build()
+            .unwrap()
+    };
+    let init = init(1_500.0, 0.0);
+    assert!(patient().execute(&init).await.unwrap().is_empty());
+    let (rec, _) = record(&mem, init.subject()).await;
+    assert_eq!(rec.wake_at_ms, Some(1_800_000_001_500), "due 1.5 s after entry, from the context");
+
+    // A new orchestrator over the same memory: the due time was stored, not recomputed.
+    clock.advance(Duration::from_millis(1_499));
+    assert!(due_wakes(&timers(&mem)).await.is_empty(), "not due yet");
+    clock.advance(Duration::from_millis(1));
+    let wakes = due_wakes(&timers(&mem)).await;
+    assert_eq!(wakes.len(), 1);
+    let out = patient().execute(&wakes[0]).await.unwrap();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].r#type(), "arvo.orc.test.delayed.done");
+    assert_eq!(out[0].data()["timed_out"], true);
+}

@@ -20,6 +20,11 @@ pub type EventName = Arc<str>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GuardId(pub u32);
 
+/// A host-computed `after` delay, evaluated by [`Host::delay`](crate::Host::delay) when its state
+/// is entered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DelayId(pub u32);
+
 /// A host-defined action, executed by [`Host::action`](crate::Host::action).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ActionId(pub u32);

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use thiserror::Error;
 
-use crate::action::{Action, ActionSpec, Guard, GuardSpec};
+use crate::action::{Action, ActionSpec, DelayId, Guard, GuardSpec};
 use crate::bitset::StateSet;
 use crate::descriptor::{DescriptorError, EventDescriptor, done_event_name};
 use crate::model::{
@@ -66,6 +66,15 @@ pub enum TriggerSpec {
     Always,
     /// `after` this many ms in the source state.
     After(u64),
+    /// `after` a delay the host computes when the source state is entered
+    /// ([`Host::delay`](crate::Host::delay)), shown as `after <name>`. Transitions of one state
+    /// with the same name share one timer (the first one's id).
+    AfterComputed {
+        /// Passed to [`Host::delay`](crate::Host::delay).
+        id: DelayId,
+        /// Its name: an identifier (`payment_timeout`).
+        name: String,
+    },
 }
 
 /// A transition as given to the builder.
@@ -107,6 +116,11 @@ impl TransitionSpec {
     /// `ms` after the source state was entered.
     pub fn after(ms: u64) -> Self {
         Self::with(TriggerSpec::After(ms))
+    }
+    /// After the delay the host computes (`Host::delay(id, ..)`) when the source state is
+    /// entered; `name` (an identifier) is how exports show it.
+    pub fn after_computed(id: DelayId, name: impl Into<String>) -> Self {
+        Self::with(TriggerSpec::AfterComputed { id, name: name.into() })
     }
     /// Adds a target (absolute path).
     pub fn target(mut self, path: impl Into<String>) -> Self {
@@ -152,6 +166,14 @@ pub enum BuildError {
         parent: String,
         /// The key.
         key: String,
+    },
+    /// The name of a computed `after` delay is not an identifier.
+    #[error("invalid delay name {name:?} in state {path:?}: a computed delay is named by an identifier")]
+    InvalidDelayName {
+        /// The state.
+        path: String,
+        /// The name.
+        name: String,
     },
     /// Two states with the same path.
     #[error("duplicate state {path:?}")]
@@ -489,7 +511,7 @@ impl ChartBuilder {
                     .map_err(|error| BuildError::Descriptor { source_state: n.path.clone(), error })?
             }
             TriggerSpec::Done => vec![EventDescriptor::Exact(done_event_name(&n.path).into())],
-            TriggerSpec::Always | TriggerSpec::After(_) => Vec::new(),
+            TriggerSpec::Always | TriggerSpec::After(_) | TriggerSpec::AfterComputed { .. } => Vec::new(),
         };
         n.transitions.push(BTransition {
             trigger: spec.trigger,
@@ -709,11 +731,37 @@ impl Resolver {
                     TriggerSpec::Events(_) | TriggerSpec::Done => Trigger::Events(spec.descriptors.into()),
                     TriggerSpec::Always => Trigger::Eventless,
                     TriggerSpec::After(ms) => {
-                        let idx = match after.iter().position(|a| a.delay_ms == ms) {
+                        let idx = match after.iter().position(|a| a.computed.is_none() && a.delay_ms == ms) {
                             Some(idx) => idx,
                             None => {
                                 let event: Arc<str> = format!("xstate.after.{ms}.{}", self.path(id)).into();
-                                after.push(AfterTimer { delay_ms: ms, event });
+                                after.push(AfterTimer { delay_ms: ms, computed: None, event });
+                                after.len() - 1
+                            }
+                        };
+                        Trigger::After(
+                            u16::try_from(idx).map_err(|_| BuildError::TooManyTransitions {
+                                path: self.path(id).to_owned(),
+                            })?,
+                        )
+                    }
+                    TriggerSpec::AfterComputed { id: delay, name } => {
+                        if !is_delay_name(&name) {
+                            return Err(BuildError::InvalidDelayName {
+                                path: self.path(id).to_owned(),
+                                name,
+                            });
+                        }
+                        let same = |a: &AfterTimer| a.computed.as_ref().is_some_and(|(_, n)| **n == *name);
+                        let idx = match after.iter().position(same) {
+                            Some(idx) => idx,
+                            None => {
+                                let event: Arc<str> = format!("xstate.after.{name}.{}", self.path(id)).into();
+                                after.push(AfterTimer {
+                                    delay_ms: 0,
+                                    computed: Some((delay, name.into())),
+                                    event,
+                                });
                                 after.len() - 1
                             }
                         };
@@ -786,6 +834,11 @@ impl Resolver {
             ]);
             for a in &st.after {
                 fp.write(&a.delay_ms.to_le_bytes());
+                if let Some((delay, name)) = &a.computed {
+                    fp.write(&delay.0.to_le_bytes());
+                    fp.write(name.as_bytes());
+                    fp.write(&[0xfe]);
+                }
             }
         }
         Ok(Chart {
@@ -925,6 +978,14 @@ impl Fnv {
     fn finish(&self) -> u64 {
         self.0
     }
+}
+
+/// A computed delay's name: an identifier (ASCII letter or `_`, then letters, digits, `_`), so
+/// that it never reads as a delay in ms.
+fn is_delay_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 
 use serde_json::Value;
 
-use crate::action::{ActionId, GuardId};
+use crate::action::{ActionId, DelayId, GuardId};
 
 /// Where the current event came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -71,6 +71,15 @@ pub trait Host {
 
     /// Executes a custom action.
     fn action(&mut self, action: ActionId, context: &mut Self::Context, event: &EventRef<'_>);
+
+    /// Computes an `after` delay in ms ([`TransitionSpec::after_computed`](crate::TransitionSpec::after_computed)),
+    /// when its state is entered (after the state's entry actions). The timer is then stored
+    /// like a fixed one: its due time is fixed at entry. The default, for hosts whose charts have
+    /// no computed delays, is 0.
+    fn delay(&mut self, delay: DelayId, context: &Self::Context) -> u64 {
+        let _ = (delay, context);
+        0
+    }
 }
 
 /// A host with no custom guards or actions (every custom guard is false, every custom action a

@@ -797,7 +797,11 @@ impl<H: Host> Core<H> {
             self.state.active.insert(x);
             self.exec_all(chart, &st.entry, ev);
             for (index, timer) in st.after.iter().enumerate() {
-                let due = self.state.now_ms.saturating_add(timer.delay_ms);
+                let delay_ms = match &timer.computed {
+                    Some((delay, _)) => self.host.delay(*delay, &self.context),
+                    None => timer.delay_ms,
+                };
+                let due = self.state.now_ms.saturating_add(delay_ms);
                 self.state.schedule(due, TimerKind::After { state: x, index: index as u16 });
             }
             if default_entry.contains(x)

@@ -19,7 +19,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-use crate::action::{ActionId, ActionSpec, GuardId, GuardSpec};
+use crate::action::{ActionId, ActionSpec, DelayId, GuardId, GuardSpec};
 use crate::builder::{BuildError, ChartBuilder, NodeKind, NodeRef, TransitionSpec};
 use crate::export::NameTable;
 use crate::host::{EventRef, Host};
@@ -136,6 +136,9 @@ pub struct JsonHost {
     pub checks: Vec<VarCheck>,
     /// Host actions by [`ActionId`].
     pub assigns: Vec<Assign>,
+    /// Computed `after` delays by [`DelayId`]: each is the context variable of its name, in ms
+    /// (0 when it is not a non-negative number).
+    pub delays: Vec<String>,
 }
 
 /// A number as JSON: integral values as integers (so `8` prints as `8`), non-finite as `null`.
@@ -161,6 +164,11 @@ impl Host for JsonHost {
             CmpOp::Gt => v > c.value,
             CmpOp::Ge => v >= c.value,
         }
+    }
+
+    fn delay(&mut self, delay: DelayId, context: &JsonContext) -> u64 {
+        let var = self.delays.get(delay.0 as usize);
+        var.and_then(|v| context.get(v)).and_then(Value::as_f64).map_or(0, |ms| ms.max(0.0) as u64)
     }
 
     fn action(&mut self, action: ActionId, context: &mut JsonContext, _: &EventRef<'_>) {
@@ -614,10 +622,21 @@ impl Loader {
         }
         if let Some(after) = obj.get("after") {
             let after = after.as_object().ok_or_else(|| invalid(at, "\"after\" must be an object"))?;
-            for (ms, v) in after {
-                let tat = format!("{at}.after.{ms}");
-                let ms: u64 = ms.parse().map_err(|_| invalid(&tat, "an after key is a delay in ms"))?;
-                self.transitions(b, node, &TransitionSpec::after(ms), v, &tat, machine_id)?;
+            for (key, v) in after {
+                let tat = format!("{at}.after.{key}");
+                let spec = match key.parse::<u64>() {
+                    Ok(ms) => TransitionSpec::after(ms),
+                    // A named delay: the context variable of that name, in ms, at entry.
+                    Err(_) if key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') => {
+                        let delays = &mut self.host.delays;
+                        let id = u32::try_from(delays.len())
+                            .map_err(|_| invalid(&tat, "too many computed delays"))?;
+                        delays.push(key.clone());
+                        TransitionSpec::after_computed(DelayId(id), key.clone())
+                    }
+                    Err(_) => return Err(invalid(&tat, "an after key is a delay in ms or a delay's name")),
+                };
+                self.transitions(b, node, &spec, v, &tat, machine_id)?;
             }
         }
         Ok(())
@@ -637,6 +656,7 @@ mod tests {
                 Assign { var: "i".into(), op: AssignOp::Pow, value: Some(3.0) },
                 Assign { var: "j".into(), op: AssignOp::Add, value: Some(1.0) },
             ],
+            delays: Vec::new(),
         };
         let mut ctx = JsonContext::new();
         ctx.insert("i".into(), Value::from(2));

@@ -99,7 +99,9 @@
 //! * **Time.** The caller owns the clock: [`Interpreter::advance`] delivers every due timer in
 //!   `(due, scheduling order)` order, each as an external event with its full macrostep and the
 //!   external events it queues. Delayed sends survive state exits (only `cancel` stops them);
-//!   `after` timers start when their state is entered and are cancelled when it is exited.
+//!   `after` timers start when their state is entered and are cancelled when it is exited. A
+//!   computed delay ([`TransitionSpec::after_computed`]) is asked of [`Host::delay`] on entry,
+//!   after the entry actions; its due time is then fixed like a constant delay's.
 //!   Pending timers are part of [`MachineState`], so they survive a restart.
 //!
 //! # Where we follow XState v5 rather than SCXML, and why
@@ -107,7 +109,7 @@
 //! | Place | Choice | Why |
 //! |---|---|---|
 //! | `reenter` default | `false` = SCXML `type="internal"` | XState v5's default; SCXML external transitions are written `reenter: true` in the format. |
-//! | `after` | timers start on entry, cancelled on exit, not matched by other transitions | XState's delayed transitions; SCXML has no `after` (it would be a `<send>` + `<cancel>` pair). Their events (`xstate.after.<ms>.<path>`) are matched **only** by the owning state's `after` transitions, so `*` never swallows a timer (in XState `*` can). |
+//! | `after` | timers start on entry, cancelled on exit, not matched by other transitions | XState's delayed transitions; SCXML has no `after` (it would be a `<send>` + `<cancel>` pair). Their events (`xstate.after.<ms>.<path>`, `xstate.after.<name>.<path>` for a computed delay) are matched **only** by the owning state's `after` transitions, so `*` never swallows a timer (in XState `*` can). |
 //! | Nested parallel done | `done.state.<parallel>` is raised for every parallel ancestor that becomes complete, walking up, as XState's `enterStates` does | The Appendix D pseudo-code only checks the grandparent, but the SCXML prose ("when all children of a parallel are in final states") asks for the nested case too. |
 //! | Final child of a parallel | counts as a completed region | XState's `isInFinalState`; SCXML does not allow `<final>` directly in `<parallel>`. |
 //! | Parallel root | allowed; completing it halts the machine | XState machines may be `type: "parallel"`; SCXML's root is always compound. |
@@ -171,7 +173,7 @@ pub mod interpreter;
 pub mod json;
 pub mod model;
 
-pub use action::{Action, ActionId, ActionKind, ActionSpec, EventName, Guard, GuardId, GuardSpec};
+pub use action::{Action, ActionId, ActionKind, ActionSpec, DelayId, EventName, Guard, GuardId, GuardSpec};
 pub use bitset::StateSet;
 pub use builder::{BuildError, ChartBuilder, MAX_STATES, NodeKind, NodeRef, TransitionSpec, TriggerSpec};
 pub use config::{FORMAT_VERSION, MachineState, PendingTimer, StateCodecError, TimerKind};

@@ -19,7 +19,7 @@
 
 use std::ops::Range;
 
-use crate::action::{Action, EventName, Guard};
+use crate::action::{Action, DelayId, EventName, Guard};
 use crate::descriptor::EventDescriptor;
 
 /// A state of one chart: its index in document order.
@@ -170,13 +170,20 @@ impl DefaultTransition {
 #[derive(Debug, Clone)]
 pub struct AfterTimer {
     pub(crate) delay_ms: u64,
+    /// A computed delay: its id and name.
+    pub(crate) computed: Option<(DelayId, EventName)>,
     pub(crate) event: EventName,
 }
 
 impl AfterTimer {
-    /// Delay from the state's entry.
+    /// Delay from the state's entry; 0 for a [computed](Self::computed) delay.
     pub fn delay_ms(&self) -> u64 {
         self.delay_ms
+    }
+    /// A delay computed by [`Host::delay`](crate::Host::delay) when the state is entered: its id
+    /// and its name (shown by the exporters as `after <name>`).
+    pub fn computed(&self) -> Option<(DelayId, &str)> {
+        self.computed.as_ref().map(|(id, name)| (*id, &**name))
     }
     /// The event name reported to the host: `xstate.after.<ms>.<path>`. Only the owning state's
     /// `after` transitions react to the timer, whatever descriptors other transitions have.

@@ -1043,3 +1043,55 @@ fn mermaid_avoids_what_mermaid_cannot_draw() {
         "{mermaid}"
     );
 }
+
+#[test]
+fn computed_delays_are_named_evaluated_at_entry_and_round_trip() {
+    use orchestrator_chart::{Interpreter, MachineState};
+    let doc = json!({
+        "actions": [{"name": "longer", "assign": {"var": "wait", "op": "add", "value": 10}}],
+        "machine": {"id": "m", "initial": "a", "context": {"wait": 30}, "states": {
+            "a": {"entry": ["longer"], "after": {"wait": "b", "5": {"target": "c", "guard": {"const": false}}}},
+            "b": {"after": {"wait": "a"}},
+            "c": {}}}
+    });
+    let loaded = json::load(&doc).unwrap();
+    let chart = &loaded.chart;
+    let a = chart.state(chart.lookup("a").unwrap());
+    assert_eq!(a.after()[0].computed().map(|(_, n)| n), Some("wait"));
+    assert_eq!(a.after()[1].computed(), None);
+
+    // Exports show the name.
+    let mermaid = export::to_mermaid(chart, &loaded.names);
+    assert!(mermaid.contains("a --> b : after wait"), "{mermaid}");
+    assert!(export::to_dot(chart, &loaded.names).contains("after wait"));
+    let exported = export::to_xstate_json(chart, &loaded.names);
+    assert_eq!(exported["states"]["a"]["after"]["wait"], json!("#m.b"));
+    let back = json::load_str(&serde_json::to_string(&reload_document(&loaded, &exported)).unwrap()).unwrap();
+    assert_equivalent("computed", chart, &back.chart);
+    assert_eq!(export::to_xstate_json(&back.chart, &back.names), exported);
+
+    // The delay is computed after the entry actions, when the state is entered, and its due time
+    // is stored with the state: a restored machine fires it at the same time.
+    let mut m = Interpreter::new(&loaded.chart, loaded.host.clone(), loaded.context.clone());
+    m.start().unwrap();
+    m.advance(39).unwrap();
+    assert!(m.is_in("a"));
+    let bytes = m.state().to_bytes();
+    let state = MachineState::from_bytes(&loaded.chart, &bytes).unwrap();
+    let mut r = Interpreter::restore(&loaded.chart, loaded.host.clone(), m.context().clone(), state).unwrap();
+    r.advance(1).unwrap();
+    assert!(r.is_in("b"));
+    r.advance(39).unwrap();
+    assert!(r.is_in("b"), "b waits for `wait` = 40 ms");
+    r.advance(1).unwrap();
+    assert!(r.is_in("a"));
+}
+
+#[test]
+fn computed_delay_names_are_identifiers() {
+    let mut b = ChartBuilder::new("m");
+    let a = b.add_state(b.root(), "a", NodeKind::State).unwrap();
+    b.add_transition(a, TransitionSpec::after_computed(orchestrator_chart::DelayId(0), "1x").target("a"))
+        .unwrap();
+    assert!(matches!(b.build(), Err(orchestrator_chart::BuildError::InvalidDelayName { .. })));
+}

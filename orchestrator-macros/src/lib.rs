@@ -72,7 +72,8 @@ pub fn orchestrator_contract(input: TokenStream) -> TokenStream {
 ///         contract: AverageV1,                  // the self contract (an orchestrator contract)
 ///         services: { add: AddV1, divide: DivideV1 },
 ///         context: AverageContext,              // optional, default `()`
-///         init: init_context,                   // fn(&Init) -> Context (optional if Context: Default)
+///         init: init_context,                   // fn(&Init) -> Context, or |input, meta| … with
+///                                               // meta: &InitMeta (optional if Context: Default)
 ///         output: make_output,                  // fn(&Context) -> Complete
 ///         initial: adding,                      // optional: default = first child
 ///         states: {
@@ -85,6 +86,7 @@ pub fn orchestrator_contract(input: TokenStream) -> TokenStream {
 ///                 },
 ///             },
 ///             dividing: { on: { divide::Quotient => done }, after: { 5000 => failed } },
+///             // or computed on entry: after: { timeout = |ctx| Duration::from_millis(ctx.ms) => failed }
 ///             done: { type: final },
 ///             failed: { type: final },
 ///         },

@@ -60,6 +60,15 @@
 //! functions by path, or closures. A closure is shown in exported charts as `guard<N>` /
 //! `action<N>` unless you name it: `actions: [keep = |ctx, event, _| …]`.
 //!
+//! `init` is `fn(&Input) -> Context` (a function path or `|input| …`), or a two-parameter
+//! closure `|input, meta| …` whose `meta` is an [`InitMeta`](crate::machine::InitMeta): the init
+//! event's subject and source, the subject's meta and initiator, the parent workflow's subject.
+//!
+//! An `after` delay is a number of ms, or computed when the state is entered:
+//! `after: { payment_timeout = |ctx| Duration::from_millis(ctx.timeout_ms) => rejected }`, a
+//! function `fn(&Context) -> Duration`, or a `Duration` / `u64` constant. Exported charts show it
+//! as `after payment_timeout`.
+//!
 //! ## Recipe: a human approval
 //!
 //! A human decision is a service like any other: the workflow sends a request to a

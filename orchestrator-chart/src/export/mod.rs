@@ -27,7 +27,7 @@
 //!
 //! Mermaid and DOT label a transition `<trigger> [<guard>] / <action>, <action>` (see
 //! [`transition_label`]): the trigger is the event descriptors separated by spaces, `always` for
-//! an eventless transition or `after <ms>ms`; a built-in guard reads `In(p.a)`, `!In(p.a)`,
+//! an eventless transition or `after <ms>ms` (`after <name>` for a computed delay); a built-in guard reads `In(p.a)`, `!In(p.a)`,
 //! `true` or `false`; built-in actions read `raise(e)`, `send(e)`, `send(e, 10ms, id=x)` and
 //! `cancel(x)`, and a conditional action ends with ` if <guard>`.
 //!
@@ -191,15 +191,19 @@ pub fn actions_label(chart: &Chart, names: &dyn Names, actions: &[Action]) -> St
     actions.iter().map(|a| action_label(chart, names, a)).collect::<Vec<_>>().join(", ")
 }
 
-/// What a transition reacts to: its descriptors separated by spaces, `always`, `after <ms>ms`.
+/// What a transition reacts to: its descriptors separated by spaces, `always`, `after <ms>ms`,
+/// `after <name>` for a computed delay.
 pub fn trigger_label(chart: &Chart, t: &Transition) -> String {
     match t.trigger() {
         Trigger::Events(ds) => ds.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "),
         Trigger::Eventless => "always".to_owned(),
-        Trigger::After(i) => {
-            let ms = chart.state(t.source()).after().get(usize::from(*i)).map_or(0, |a| a.delay_ms());
-            format!("after {ms}ms")
-        }
+        Trigger::After(i) => match chart.state(t.source()).after().get(usize::from(*i)) {
+            Some(a) => match a.computed() {
+                Some((_, name)) => format!("after {name}"),
+                None => format!("after {}ms", a.delay_ms()),
+            },
+            None => "after 0ms".to_owned(),
+        },
     }
 }
 

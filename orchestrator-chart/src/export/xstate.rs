@@ -9,7 +9,7 @@
 //! | history default | `target` (left out when it is the implicit default: the parent's initial state(s), or all regions of a parallel parent); its actions, which XState cannot express, are kept in `actions` with a `meta.note` |
 //! | `done.state.<own path>` transitions (leading, as the JSON loader places `onDone`) | `onDone` |
 //! | other `done.state.<path>` descriptors | `xstate.done.state.<machine id>.<path>` (`done.state.*`: `xstate.done.state.*`), XState's event names |
-//! | eventless / `after` | `always` / `after: { "<ms>": ... }` |
+//! | eventless / `after` | `always` / `after: { "<ms>": ... }`, a computed delay `after: { "<name>": ... }` (XState's named delays) |
 //! | `reenter` | `reenter: true` (false is XState's default) |
 //! | host guard | its name (a string) |
 //! | `In(s)` / `NotIn(s)` | `{ "type": "xstate.stateIn", "params": { "stateValue": "#m.s" } }` / `{ "type": "xstate.not", "params": { "guard": <stateIn> } }` |
@@ -187,7 +187,7 @@ impl XState<'_> {
         let mut on_done = Vec::new();
         let mut on: Vec<(String, Vec<Value>)> = Vec::new();
         let mut always = Vec::new();
-        let mut after: Vec<(u64, Vec<Value>)> = Vec::new();
+        let mut after: Vec<(String, Vec<Value>)> = Vec::new();
         let mut leading = true;
         for t in self.chart.transitions_of(s) {
             let value = self.transition(t);
@@ -215,10 +215,16 @@ impl XState<'_> {
                 }
                 Trigger::After(i) => {
                     leading = false;
-                    let ms = st.after().get(usize::from(*i)).map_or(0, |a| a.delay_ms());
-                    match after.iter_mut().find(|(d, _)| *d == ms) {
+                    // A computed delay is keyed by its name (XState's named delays).
+                    let key = st.after().get(usize::from(*i)).map_or_else(
+                        || "0".to_owned(),
+                        |a| {
+                            a.computed().map_or_else(|| a.delay_ms().to_string(), |(_, name)| name.to_owned())
+                        },
+                    );
+                    match after.iter_mut().find(|(d, _)| *d == key) {
                         Some((_, list)) => list.push(value),
-                        None => after.push((ms, vec![value])),
+                        None => after.push((key, vec![value])),
                     }
                 }
             }
@@ -234,7 +240,7 @@ impl XState<'_> {
             obj.insert("always".into(), one_or_many(always));
         }
         if !after.is_empty() {
-            let map = after.into_iter().map(|(ms, v)| (ms.to_string(), one_or_many(v))).collect();
+            let map = after.into_iter().map(|(key, v)| (key, one_or_many(v))).collect();
             obj.insert("after".into(), Value::Object(map));
         }
     }

@@ -62,8 +62,18 @@ pub(crate) enum Value {
     On(Vec<(TriggerAst, Vec<TransitionAst>)>),
     /// One transition or `[transition, ...]` (`always`, `on_done`).
     Transitions(Vec<TransitionAst>),
-    /// `{ ms => transitions, ... }`.
-    After(Vec<(LitInt, Vec<TransitionAst>)>),
+    /// `{ delay => transitions, ... }`.
+    After(Vec<(DelayAst, Vec<TransitionAst>)>),
+}
+
+/// The delay of an `after` transition.
+pub(crate) enum DelayAst {
+    /// A whole number of milliseconds.
+    Ms(LitInt),
+    /// A delay computed when the state is entered: a closure `|ctx| -> Duration`, a function
+    /// `fn(&Context) -> Duration`, or a `Duration` / `u64` ms expression, optionally named
+    /// (`payment_timeout = |ctx| ...`).
+    Computed(CustomAst),
 }
 
 /// `a.b.c`: an absolute state path.
@@ -184,11 +194,11 @@ fn parse_custom(input: ParseStream<'_>, what: &str) -> syn::Result<CustomAst> {
                     &assign.left,
                     format!(
                         "the name of {} {what} is an identifier, as in `{}`",
-                        if what == "guard" { "a" } else { "an" },
-                        if what == "guard" {
-                            "in_stock = |ctx, _| ctx.stock > 0"
-                        } else {
-                            "reserve = |ctx, _, out| ..."
+                        if what == "action" { "an" } else { "a" },
+                        match what {
+                            "guard" => "in_stock = |ctx, _| ctx.stock > 0",
+                            "delay" => "payment_timeout = |ctx| Duration::from_millis(ctx.timeout_ms)",
+                            _ => "reserve = |ctx, _, out| ...",
                         }
                     ),
                 );
@@ -384,7 +394,11 @@ pub(crate) fn parse_body(input: ParseStream<'_>, errors: &mut Vec<syn::Error>) -
                 let content;
                 braced!(content in input);
                 Value::After(parse_list(&content, errors, |input, errors| {
-                    let ms: LitInt = input.parse()?;
+                    let ms = if input.peek(LitInt) && input.peek2(Token![=>]) {
+                        DelayAst::Ms(input.parse()?)
+                    } else {
+                        DelayAst::Computed(parse_custom(input, "delay")?)
+                    };
                     input.parse::<Token![=>]>()?;
                     Ok((ms, parse_transitions(input, errors)?))
                 }))

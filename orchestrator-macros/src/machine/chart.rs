@@ -253,6 +253,10 @@ impl Sink for BuilderSink<'_> {
             Trig::Done => TriggerSpec::Done,
             Trig::Always => TriggerSpec::Always,
             Trig::After(ms) => TriggerSpec::After(*ms),
+            Trig::AfterComputed(i) => TriggerSpec::AfterComputed {
+                id: orchestrator_chart::DelayId(u32::try_from(*i).unwrap_or(u32::MAX)),
+                name: self.model.delays[*i].delay_name(*i),
+            },
         };
         let spec = TransitionSpec {
             trigger,

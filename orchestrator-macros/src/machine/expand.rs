@@ -11,7 +11,7 @@ use syn::spanned::Spanned;
 use syn::{Ident, Type};
 
 use super::chart::{Patches, Sink, walk};
-use super::model::{Act, Custom, Grd, Kind, Model, Node, Target, Trans, Trig};
+use super::model::{Act, Custom, Grd, Init, InitForm, Kind, Model, Node, Target, Trans, Trig};
 use crate::shared::respan;
 
 /// How exporters show a custom guard or action (`kind`: `"guard"` / `"action"`, `id`: its
@@ -430,15 +430,23 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
     // Each user function is ascribed its type, spanned on the user's expression: a wrong
     // signature is one error pointing at it.
     let init = match &model.init {
-        Some(expr) => {
+        Some(Init { expr, form: InitForm::Input }) => {
             let ty = respan(&quote!(fn(&#init_ty) -> #ctx), expr.span());
-            quote_spanned!(expr.span()=> let __init: #ty = #expr; __init(input))
+            quote_spanned!(expr.span()=> let _ = meta; let __init: #ty = #expr; __init(input))
+        }
+        Some(Init { expr, form: InitForm::InputMeta }) => {
+            let ty = respan(&quote!(fn(&#init_ty, &::orchestrator::machine::InitMeta) -> #ctx), expr.span());
+            quote_spanned!(expr.span()=> let __init: #ty = #expr; __init(input, meta))
+        }
+        // Reported: the closure is not checked against a signature it cannot have.
+        Some(Init { form: InitForm::Invalid, .. }) => {
+            quote!(let _ = (input, meta); ::std::unreachable!("`init` did not compile"))
         }
         None => {
             let span = model.context.as_ref().map_or(model.name.span(), |c| c.span());
             let ty = respan(&quote!(fn(&#init_ty) -> #ctx), span);
             let default = respan(&quote!(<#ctx as ::std::default::Default>::default()), span);
-            quote_spanned!(span=> let __init: #ty = |_| #default; __init(input))
+            quote_spanned!(span=> let _ = meta; let __init: #ty = |_| #default; __init(input))
         }
     };
     let output = model.output.as_ref().map(|expr| {
@@ -489,6 +497,33 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
         let call = quote_spanned!(expr.span()=> let __action: #ty = #expr;);
         quote!(#id => { #call __action(context, event, &mut __out) })
     });
+    // A closure is ascribed `fn(&Context) -> Duration` (so that its parameter's type is known);
+    // any other expression (a function, a `Duration` or a `u64` of ms) goes through `AfterDelay`.
+    let delays = model.delays.iter().enumerate().map(|(i, Custom { expr, .. })| {
+        let id = u32_lit(i);
+        let call = if matches!(expr, syn::Expr::Closure(_)) {
+            let ty = respan(&quote!(fn(&#ctx) -> ::std::time::Duration), expr.span());
+            quote_spanned! {expr.span()=>
+                let __delay: #ty = #expr;
+                ::orchestrator::machine::__private::duration_ms(__delay(context))
+            }
+        } else {
+            quote_spanned! {expr.span()=>
+                ::orchestrator::machine::__private::AfterDelay::<#ctx>::delay_ms(&#expr, context)
+            }
+        };
+        quote!(#id => { #call })
+    });
+    let delay_body = if model.delays.is_empty() {
+        quote!(let _ = (id, context); 0)
+    } else {
+        quote! {
+            match id.0 {
+                #(#delays)*
+                _ => 0,
+            }
+        }
+    };
     let action_body = if model.actions.is_empty() {
         quote!(let _ = (id, context, event, outbox);)
     } else {
@@ -533,7 +568,10 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
     );
     let init_event = respan(&quote!(#event::Init(input)), contract_span);
     let event_assoc = respan(&quote!(type Event = #event;), contract_span);
-    let init_sig = respan(&quote!(fn init(input: &#init_ty) -> #ctx), contract_span);
+    let init_sig = respan(
+        &quote!(fn init(input: &#init_ty, meta: &::orchestrator::machine::InitMeta) -> #ctx),
+        contract_span,
+    );
     let output_sig = respan(&quote!(fn output(context: &#ctx) -> #complete_ty), contract_span);
     let init_event_sig = respan(&quote!(fn init_event(input: #init_ty) -> #event), contract_span);
     let decode_sig = respan(
@@ -603,6 +641,13 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
                 #init_event_sig #init_event_block
 
                 #decode_sig #decode_body
+
+                fn delay(
+                    id: ::orchestrator::machine::__private::chart::DelayId,
+                    context: &#ctx,
+                ) -> u64 {
+                    #delay_body
+                }
 
                 fn guard(
                     id: ::orchestrator::machine::__private::chart::GuardId,
@@ -794,6 +839,11 @@ impl Sink for TokenSink<'_> {
             Trig::After(ms) => {
                 let ms = Literal::u64_unsuffixed(*ms);
                 quote!(__c::TransitionSpec::after(#ms))
+            }
+            Trig::AfterComputed(i) => {
+                let name = self.model.delays[*i].delay_name(*i);
+                let i = u32_lit(*i);
+                quote!(__c::TransitionSpec::after_computed(__c::DelayId(#i), #name))
             }
         };
         for t in targets {

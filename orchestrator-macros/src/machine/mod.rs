@@ -157,6 +157,33 @@ mod tests {
     }
 
     #[test]
+    fn computed_delays() {
+        let errs = errors(&machine(
+            "a: { after: { t = |c| d(c) => b, twice => b, 10 => b, |c| d(c) => b } }, b: { after: { t = f => a } }",
+        ));
+        assert!(errs.is_empty(), "{errs:#?}");
+        one_error("a: { after: { t = f => a, t = g => a } }", "duplicate delay `t`");
+        one_error("a: { after: { x.y = f => a } }", "the name of a delay is an identifier");
+    }
+
+    #[test]
+    fn init_takes_one_or_two_parameters() {
+        let with = |init: &str| {
+            errors(&format!(
+                "pub machine M {{ contract: C, init: {init}, output: f, states: {{ a: {{}} }} }}"
+            ))
+        };
+        assert!(with("|i| c(i)").is_empty());
+        assert!(with("|i, m| c(i, m)").is_empty());
+        assert!(with("make").is_empty());
+        for bad in ["|| c()", "|i, m, x| c(i)"] {
+            let errs = with(bad);
+            assert_eq!(errs.len(), 1, "{errs:#?}");
+            assert!(errs[0].contains("`|input, meta| …`"), "{errs:#?}");
+        }
+    }
+
+    #[test]
     fn unreachable_states_are_reported_once_per_subtree() {
         let errs = errors(&machine("a: {}, b: { states: { x: {}, y: {} } }"));
         assert_eq!(
@@ -171,7 +198,7 @@ mod tests {
     #[test]
     fn syntax_errors_are_recovered() {
         let errs =
-            errors(&machine("a: { on: { \"t\" => { target: a, reenter: 1 } } }, b: { after: { x => a } }"));
+            errors(&machine("a: { on: { \"t\" => { target: a, reenter: 1 } } }, b: { after: { => a } }"));
         assert_eq!(errs.len(), 2, "{errs:#?}");
     }
 

@@ -16,7 +16,7 @@ pub(crate) struct Model {
     /// The `services` key (or the machine name), where generated service APIs are spanned.
     pub services_span: proc_macro2::Span,
     pub context: Option<Type>,
-    pub init: Option<Expr>,
+    pub init: Option<Init>,
     pub output: Option<Expr>,
     /// States in document order (pre-order, history states included); `nodes[0]` is the root.
     /// A node's index is its `StateId` in the chart.
@@ -27,8 +27,27 @@ pub(crate) struct Model {
     pub guards: Vec<Custom>,
     /// Custom actions by `ActionId`.
     pub actions: Vec<Custom>,
+    /// Computed `after` delays by `DelayId`.
+    pub delays: Vec<Custom>,
     /// The chart's fingerprint, when it built without errors.
     pub fingerprint: Option<u64>,
+}
+
+/// The `init` function and the arguments it takes.
+pub(crate) struct Init {
+    pub expr: Expr,
+    pub form: InitForm,
+}
+
+/// How `init` is called, from the number of parameters of its closure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InitForm {
+    /// `fn(&Input) -> Context`: a function path or a one-parameter closure.
+    Input,
+    /// `fn(&Input, &InitMeta) -> Context`: a two-parameter closure.
+    InputMeta,
+    /// A closure with another number of parameters (reported).
+    Invalid,
 }
 
 /// A custom guard or action.
@@ -37,6 +56,24 @@ pub(crate) struct Custom {
     pub expr: Expr,
     /// The name given with `name = closure`, if any.
     pub name: Option<Ident>,
+}
+
+impl Custom {
+    /// The name of computed delay `id` in the chart (an identifier): the name given with
+    /// `name = ...`, a path's last segment, or `delay<id>`.
+    pub(crate) fn delay_name(&self, id: usize) -> String {
+        use syn::ext::IdentExt;
+        if let Some(name) = &self.name {
+            return name.unraw().to_string();
+        }
+        match &self.expr {
+            Expr::Path(p) if p.qself.is_none() => match p.path.segments.last() {
+                Some(s) => s.ident.unraw().to_string(),
+                None => format!("delay{id}"),
+            },
+            _ => format!("delay{id}"),
+        }
+    }
 }
 
 /// A declared service.
@@ -126,6 +163,8 @@ pub(crate) enum Trig {
     Always,
     /// `after` ms.
     After(u64),
+    /// `after` the computed delay `delays[i]`.
+    AfterComputed(usize),
     /// An unknown service (reported).
     Invalid,
 }

@@ -16,10 +16,12 @@ use syn::ext::IdentExt;
 use syn::{Ident, LitStr, Type};
 
 use super::ast::{
-    ActionAst, Body, CustomAst, GuardAst, MachineDecl, PathList, TransitionAst, TransitionValue, TriggerAst,
-    Value,
+    ActionAst, Body, CustomAst, DelayAst, GuardAst, MachineDecl, PathList, TransitionAst, TransitionValue,
+    TriggerAst, Value,
 };
-use super::model::{Act, Custom, EventVariant, Grd, Kind, Model, Node, Service, Target, Trans, Trig};
+use super::model::{
+    Act, Custom, EventVariant, Grd, Init, InitForm, Kind, Model, Node, Service, Target, Trans, Trig,
+};
 use super::names::{ident, pascal, push_syn_error, token_text};
 use crate::ctxt::Ctxt;
 use crate::shared::closest;
@@ -52,6 +54,7 @@ struct Lowerer<'c> {
     event_keys: HashMap<(usize, String), usize>,
     guards: Vec<Custom>,
     actions: Vec<Custom>,
+    delays: Vec<Custom>,
     tree_reliable: bool,
 }
 
@@ -69,6 +72,7 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
         events: Vec::new(),
         event_keys: HashMap::new(),
         guards: Vec::new(),
+        delays: Vec::new(),
         actions: Vec::new(),
         tree_reliable: !syntax_errors,
     };
@@ -105,7 +109,7 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
             }
             ("contract", Some(Value::Type(ty))) => contract = Some(*ty),
             ("context", Some(Value::Type(ty))) => context = Some(*ty),
-            ("init", Some(Value::Expr(e))) => init = Some(*e),
+            ("init", Some(Value::Expr(e))) => init = Some(lw.init(*e)),
             ("output", Some(Value::Expr(e))) => output = Some(*e),
             ("services", Some(Value::Services(list))) => {
                 services_span = entry.key.span();
@@ -127,7 +131,7 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
     lw.state(None, None, String::new(), Body { entries: state_entries });
     lw.name_types();
 
-    let Lowerer { nodes, services, events, guards, actions, tree_reliable, .. } = lw;
+    let Lowerer { nodes, services, events, guards, actions, delays, tree_reliable, .. } = lw;
     Checked {
         model: Model {
             attrs,
@@ -143,6 +147,7 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
             nodes,
             events,
             guards,
+            delays,
             actions,
             fingerprint: None,
         },
@@ -165,6 +170,30 @@ fn describe(path: &str) -> String {
 }
 
 impl Lowerer<'_> {
+    /// `init`: a closure's parameters say whether it also takes the start's meta.
+    fn init(&mut self, expr: syn::Expr) -> Init {
+        let form = match &expr {
+            syn::Expr::Closure(c) => match c.inputs.len() {
+                1 => InitForm::Input,
+                2 => InitForm::InputMeta,
+                n => {
+                    let message = "`init` takes the init payload and, optionally, where the workflow starts \
+                         from: `|input| …` or `|input, meta| …` (`meta: &orchestrator::machine::InitMeta`)";
+                    if n == 0 {
+                        let (or1, or2) = (&c.or1_token, &c.or2_token);
+                        self.cx.error_spanned_by(quote::quote!(#or1 #or2), message);
+                    } else {
+                        let extra: Vec<_> = c.inputs.iter().skip(2).collect();
+                        self.cx.error_spanned_by(quote::quote!(#(#extra)*), message);
+                    }
+                    InitForm::Invalid
+                }
+            },
+            _ => InitForm::Input,
+        };
+        Init { expr, form }
+    }
+
     fn services(&mut self, list: Vec<(Ident, Type)>) {
         let mut keys: HashMap<String, Ident> = HashMap::new();
         let mut types: HashMap<String, Ident> = HashMap::new();
@@ -433,17 +462,45 @@ impl Lowerer<'_> {
             }
         }
         if let Some((_, Value::After(list))) = values.remove("after") {
-            for (ms_lit, transitions) in list {
-                let ms = match ms_lit.base10_parse::<u64>() {
-                    Ok(ms) => ms,
-                    Err(_) => {
-                        self.cx
-                            .error_spanned_by(&ms_lit, "an `after` delay is a whole number of milliseconds");
-                        continue;
+            let mut delay_names = HashSet::new();
+            for (delay, transitions) in list {
+                let (trig, tokens) = match delay {
+                    DelayAst::Ms(ms_lit) => match ms_lit.base10_parse::<u64>() {
+                        Ok(ms) => (Trig::After(ms), ms_lit.to_token_stream()),
+                        Err(_) => {
+                            self.cx.error_spanned_by(
+                                &ms_lit,
+                                "an `after` delay is a whole number of milliseconds, or computed: \
+                                 `name = |ctx| Duration::from_millis(ctx.timeout_ms)`",
+                            );
+                            continue;
+                        }
+                    },
+                    DelayAst::Computed(CustomAst { name, expr, bad_name }) => {
+                        if let Some(e) = bad_name {
+                            push_syn_error(self.cx, e);
+                        }
+                        let tokens = match &name {
+                            Some(name) => name.to_token_stream(),
+                            None => expr.to_token_stream(),
+                        };
+                        let delay = Custom { expr: *expr, name };
+                        let text = delay.delay_name(self.delays.len());
+                        if !delay_names.insert(text.clone()) {
+                            self.cx.error_spanned_by(
+                                &tokens,
+                                format!(
+                                    "duplicate delay `{text}` in this state: list the transitions it takes, as in `{text} = ... => [a, b]`"
+                                ),
+                            );
+                            continue;
+                        }
+                        self.delays.push(delay);
+                        (Trig::AfterComputed(self.delays.len() - 1), tokens)
                     }
                 };
                 for t in transitions {
-                    self.transition(idx, Trig::After(ms), ms_lit.to_token_stream(), t);
+                    self.transition(idx, trig.clone(), tokens.clone(), t);
                 }
             }
         }

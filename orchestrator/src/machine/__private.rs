@@ -33,6 +33,41 @@ pub fn finish_chart(machine: &str, fingerprint: u64, built: Result<Chart, BuildE
     }
 }
 
+/// A `Duration` in whole ms (`u64::MAX` when it does not fit).
+pub fn duration_ms(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What a computed `after` delay that is not a closure may be: a `Duration`, a `u64` of ms, or a
+/// function `fn(&Context) -> Duration`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an `after` delay of a machine with context `{C}`",
+    label = "expected a `Duration`, a `u64` of milliseconds or a `fn(&{C}) -> Duration`",
+    note = "a closure is written `name = |ctx| Duration::from_millis(ctx.timeout_ms)`"
+)]
+pub trait AfterDelay<C> {
+    /// The delay in ms, for this context.
+    fn delay_ms(&self, context: &C) -> u64;
+}
+
+impl<C> AfterDelay<C> for std::time::Duration {
+    fn delay_ms(&self, _: &C) -> u64 {
+        duration_ms(*self)
+    }
+}
+
+impl<C> AfterDelay<C> for u64 {
+    fn delay_ms(&self, _: &C) -> u64 {
+        *self
+    }
+}
+
+impl<C, F: Fn(&C) -> std::time::Duration> AfterDelay<C> for F {
+    fn delay_ms(&self, context: &C) -> u64 {
+        duration_ms(self(context))
+    }
+}
+
 /// `a == b` in const context.
 pub const fn str_eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());

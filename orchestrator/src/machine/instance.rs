@@ -3,12 +3,14 @@
 use std::fmt;
 
 use orchestrator_chart::{
-    ActionId, Chart, EventKind, EventRef, GuardId, Host, Interpreter, MachineState, RunError, StateCodecError,
+    ActionId, Chart, DelayId, EventKind, EventRef, GuardId, Host, Interpreter, MachineState, RunError,
+    StateCodecError,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::init_meta::InitMeta;
 use super::requests::{Requests, ServiceRequest};
 use super::traits::{Machine, MachineEvent};
 use crate::event::Event;
@@ -122,6 +124,10 @@ impl<M: Machine> Host for MachineHost<M> {
         M::guard(guard, context, resolve::<M>(&self.current, &mut self.named, event))
     }
 
+    fn delay(&mut self, delay: DelayId, context: &M::Context) -> u64 {
+        M::delay(delay, context)
+    }
+
     fn action(&mut self, action: ActionId, context: &mut M::Context, event: &EventRef<'_>) {
         let Self { current, named, outbox } = self;
         M::action(action, context, resolve::<M>(current, named, event), outbox);
@@ -151,11 +157,11 @@ impl<M: Machine> fmt::Debug for MachineInstance<M> {
 }
 
 impl<M: Machine> MachineInstance<M> {
-    /// Starts a root workflow from its init payload: the context is `init(&input)`, the initial
-    /// configuration is entered and the first macrostep runs. Returns the instance and the
-    /// requests emitted while starting.
+    /// Starts a root workflow from its init payload: the context is `init(&input)` (a
+    /// two-argument `init` sees an empty [`InitMeta`]), the initial configuration is entered and
+    /// the first macrostep runs. Returns the instance and the requests emitted while starting.
     pub fn start(input: M::Input) -> Result<(Self, Vec<ServiceRequest>), MachineError> {
-        Self::start_inner(input, None)
+        Self::start_with_meta(input, InitMeta::default())
     }
 
     /// [`start`](Self::start) for the workflow with this subject (the parent subject of the
@@ -164,28 +170,31 @@ impl<M: Machine> MachineInstance<M> {
         input: M::Input,
         subject: impl Into<String>,
     ) -> Result<(Self, Vec<ServiceRequest>), MachineError> {
-        Self::start_inner(input, Some(subject.into()))
+        Self::start_with_meta(input, InitMeta::from_subject(subject))
     }
 
-    /// Starts from a wire init event: validated against the self contract as every event
-    /// reaching the machine is (see [`Machine::decode`]), subject taken from the event.
-    pub fn start_wire(event: &Event) -> Result<(Self, Vec<ServiceRequest>), MachineError> {
-        let input = super::__private::decode_init::<M>(event)?;
-        Self::start_inner(input, Some(event.subject().to_owned()))
-    }
-
-    fn start_inner(
+    /// [`start`](Self::start) with what a two-argument `init` sees; the workflow's subject is
+    /// `meta.subject`.
+    pub fn start_with_meta(
         input: M::Input,
-        subject: Option<String>,
+        meta: InitMeta,
     ) -> Result<(Self, Vec<ServiceRequest>), MachineError> {
-        let context = M::init(&input);
-        let mut host = MachineHost::new(subject);
+        let context = M::init(&input, &meta);
+        let mut host = MachineHost::new(meta.subject);
         host.current = Some(M::init_event(input));
         let mut me =
             Self { interp: Interpreter::new(M::chart(), host, context), step_limit: None, epoch_ms: None };
         let result = me.interp.start();
         let requests = me.take_outbox(result)?;
         Ok((me, requests))
+    }
+
+    /// Starts from a wire init event: validated against the self contract as every event
+    /// reaching the machine is (see [`Machine::decode`]), subject taken from the event; a
+    /// two-argument `init` sees [`InitMeta::from_event`].
+    pub fn start_wire(event: &Event) -> Result<(Self, Vec<ServiceRequest>), MachineError> {
+        let input = super::__private::decode_init::<M>(event)?;
+        Self::start_with_meta(input, InitMeta::from_event(event))
     }
 
     /// Resumes a workflow from a [`Snapshot`] (its chart state is checked against the chart).

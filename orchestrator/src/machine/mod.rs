@@ -35,7 +35,7 @@
 //!     contract: SelfV1,              // the self contract version (an orchestrator contract)
 //!     services: { add: AddV1, … },   // optional: service name → contract version
 //!     context: Ctx,                  // optional (default `()`): Serialize + DeserializeOwned + Clone + Send
-//!     init: init_fn,                 // fn(&Init) -> Ctx; optional when Ctx: Default
+//!     init: init_fn,                 // fn(&Init) -> Ctx, or |input, meta| … (meta: &InitMeta); optional when Ctx: Default
 //!     output: output_fn,             // fn(&Ctx) -> Complete
 //!     type: parallel,                // optional: the machine itself is a parallel state
 //!     initial: child,                // optional: default = the first child
@@ -52,6 +52,7 @@
 //!     on_done: TRANSITIONS                     // done.state.<this state> (compound / parallel)
 //!     always: TRANSITIONS                      // eventless
 //!     after: { ms => TRANSITIONS, … }          // timers started on entry, cancelled on exit
+//!     after: { DELAY => TRANSITIONS, … }       // DELAY: ms | name = |ctx| Duration | fn_path | CONST (Duration or u64 ms)
 //!     history: shallow | deep, target: PATHS, actions: ACTIONS   // history states only (default)
 //!
 //! TRIGGER:      service::Payload | service::<path::Payload> | service::error | "name" | "prefix.*" | "*"
@@ -213,6 +214,55 @@
 //! m.send_named("go")?;
 //! m.send_named("stop")?;
 //! assert_eq!(m.context().lines, ["started", "got go", "left busy", "got stop"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## What `init` sees
+//!
+//! `init` is `fn(&Init) -> Context`: a function path, or a closure of one parameter
+//! (`init: |input| …`). A closure of two parameters, `init: |input, meta| …`, also gets an
+//! [`&InitMeta`](InitMeta): the init event's subject and source, the orchestration subject's meta
+//! map and initiator, and the parent workflow's subject (`parentSubject$$`) for a child workflow.
+//! The macro tells the two forms apart by the closure's parameters; to use a two-argument
+//! function, wrap it: `init: |input, meta| make_context(input, meta)`. A workflow run by an
+//! orchestrator starts from its init event ([`MachineInstance::start_wire`]);
+//! [`MachineInstance::start`] gives an empty `InitMeta`, and
+//! [`start_with_meta`](MachineInstance::start_with_meta) any other.
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::{InitMeta, MachineInstance};
+//! # use orchestrator::subject::Subject;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start { pub amount: u32 }
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! #[derive(Debug, Clone, Serialize, Deserialize)]
+//! pub struct Claim { pub amount: u32, pub tenant: Option<String>, pub by: Option<String> }
+//!
+//! orchestrator::machine! {
+//!     pub machine Claims {
+//!         contract: FlowV1,
+//!         context: Claim,
+//!         init: |input, meta| Claim {
+//!             amount: input.amount,
+//!             tenant: meta.meta("tenant").map(str::to_owned),
+//!             by: meta.initiator.clone(),
+//!         },
+//!         output: |_| Done {},
+//!         states: { open: {} },
+//!     }
+//! }
+//!
+//! let subject = Subject::builder("arvo.orc.flow", "1.0.0", "com.acme.app").meta("tenant", "acme").build()?;
+//! let (m, _) = MachineInstance::<Claims>::start_with_meta(Start { amount: 5 }, InitMeta::from_subject(subject.as_str()))?;
+//! assert_eq!(m.context().tenant.as_deref(), Some("acme"));
+//! assert_eq!(m.context().by.as_deref(), Some("com.acme.app"));
+//! // Without an event nor a subject, the meta is empty.
+//! let (m, _) = MachineInstance::<Claims>::start(Start { amount: 5 })?;
+//! assert_eq!(m.context().tenant, None);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -452,6 +502,15 @@
 //! delay = ms, id = "t")` schedules an event that only `cancel("t")` stops. Pending timers are part
 //! of the persisted state.
 //!
+//! A delay may be computed when its state is entered (after the state's entry actions), from the
+//! context: `after: { payment_timeout = |ctx| Duration::from_millis(ctx.timeout_ms) => rejected }`
+//! (a closure `fn(&Context) -> Duration`), a function path `fn(&Context) -> Duration`, or a
+//! constant `Duration` or `u64` of ms (`after: { GRACE => … }`). Its due time is then stored like
+//! a fixed delay's: a restored or restarted workflow does not compute it again. Exported charts
+//! show it by name: `after payment_timeout` (the name given with `name = …`, a path's last
+//! segment, or `delay<N>` for an unnamed closure); XState exports key it by that name, as XState's
+//! named delays.
+//!
 //! ```
 //! # use orchestrator::prelude::*;
 //! # use orchestrator::machine::MachineInstance;
@@ -487,6 +546,54 @@
 //! let mut m = MachineInstance::<Session>::restore(Snapshot::from_bytes(&saved)?)?;
 //! m.advance(1000)?;
 //! assert_eq!(m.state(), SessionState::Expired);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A computed delay, evaluated on entry and stored with the state:
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::{Machine, MachineInstance, Snapshot};
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start { pub timeout_ms: u64 }
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! use std::time::Duration;
+//!
+//! #[derive(Debug, Clone, Serialize, Deserialize)]
+//! pub struct Payment { pub timeout_ms: u64 }
+//!
+//! const GRACE: Duration = Duration::from_secs(1);
+//!
+//! orchestrator::machine! {
+//!     pub machine Checkout {
+//!         contract: FlowV1,
+//!         context: Payment,
+//!         init: |input| Payment { timeout_ms: input.timeout_ms },
+//!         output: |_| Done {},
+//!         states: {
+//!             paying: {
+//!                 after: { payment_timeout = |ctx| Duration::from_millis(ctx.timeout_ms) => grace },
+//!             },
+//!             grace: { after: { GRACE => rejected } },
+//!             rejected: { type: final },
+//!         },
+//!     }
+//! }
+//!
+//! let (m, _) = MachineInstance::<Checkout>::start(Start { timeout_ms: 3000 })?;
+//! assert_eq!(m.next_due(), Some(3000));
+//! let saved = m.snapshot().to_bytes()?;
+//! let mut m = MachineInstance::<Checkout>::restore(Snapshot::from_bytes(&saved)?)?;
+//! m.advance(3000)?;
+//! assert_eq!(m.state(), CheckoutState::Grace);
+//! m.advance(1000)?;
+//! assert!(m.is_done());
+//!
+//! let mermaid = orchestrator::machine::chart::export::to_mermaid(Checkout::chart(), &Checkout::names());
+//! assert!(mermaid.contains("paying --> grace : after payment_timeout"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -563,6 +670,7 @@
 //! }
 //! ```
 
+mod init_meta;
 mod instance;
 mod requests;
 mod traits;
@@ -570,6 +678,7 @@ mod traits;
 #[doc(hidden)]
 pub mod __private;
 
+pub use init_meta::InitMeta;
 pub use instance::{MachineError, MachineInstance, Snapshot};
 pub use orchestrator_chart as chart;
 pub use orchestrator_chart::{Chart, MachineState};

@@ -3,11 +3,12 @@
 use std::fmt::Debug;
 
 use orchestrator_chart::export::NameTable;
-use orchestrator_chart::{ActionId, Chart, GuardId, StateSet};
+use orchestrator_chart::{ActionId, Chart, DelayId, GuardId, StateSet};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use super::init_meta::InitMeta;
 use super::requests::Requests;
 use crate::contract::{ContractVersion, OrchestratorVersion, Payload, VersionedContract};
 use crate::event::Event;
@@ -70,8 +71,9 @@ pub trait Machine: Sized + Send + Sync + 'static {
         NameTable::from_lists(Self::guard_names().iter().copied(), Self::action_names().iter().copied())
     }
 
-    /// The initial context, from the init payload.
-    fn init(input: &Self::Input) -> Self::Context;
+    /// The initial context, from the init payload and where the workflow starts from (the
+    /// generated code passes `meta` on to a two-argument `init: |input, meta| …` only).
+    fn init(input: &Self::Input, meta: &InitMeta) -> Self::Context;
 
     /// The completion payload, from the final context.
     fn output(context: &Self::Context) -> Self::Output;
@@ -82,6 +84,10 @@ pub trait Machine: Sized + Send + Sync + 'static {
     /// Decodes a wire event into a typed event: the self contract's init event, an event a
     /// service emits (including its system error), each validated against its contract schema.
     fn decode(event: &Event) -> Result<Self::Event, Violation>;
+
+    /// Computes `after` delay `id` in ms, when its state is entered (after its entry actions);
+    /// the timer is then stored with its due time like a fixed one.
+    fn delay(id: DelayId, context: &Self::Context) -> u64;
 
     /// Evaluates guard `id`.
     fn guard(id: GuardId, context: &Self::Context, event: &Self::Event) -> bool;

@@ -8,7 +8,7 @@ orchestrator::machine! {
         output: |_| AverageOutput { average: 0.0 },
         states: {
             adding: { on: { "next" => { target: done, reenter: maybe } } },
-            waiting: { after: { soon => done } },
+            waiting: { after: { 5 seconds => done } },
             done: { type: final },
         },
     }
