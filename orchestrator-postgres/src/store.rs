@@ -931,6 +931,13 @@ mod tests {
                 if what == "count" && index == "workflows_created" {
                     continue;
                 }
+                // A count by status may read either index that leads with the status (the
+                // planner takes the narrower, `workflows_status_touched`).
+                let index = if what == "count" && index == "workflows_status_created" {
+                    "workflows_status_"
+                } else {
+                    index
+                };
                 assert!(
                     plan.iter().any(|line| line.contains(index)),
                     "{what} {filter:?} uses {index}: {plan:#?}"
