@@ -234,6 +234,16 @@ fn decode_validates_against_the_service_contract() {
         other => panic!("{other:?}"),
     }
 
+    // A service's type under another contract's dataschema: a contract violation, as a
+    // resumable answers it (the type is declared, the contract named is not the service's).
+    let foreign = raw("evt.calc.add.success", Some("#/other/thing/1.0.0"), serde_json::json!({"sum": 6}));
+    match Average::decode(&foreign) {
+        Err(Violation::Contract { message, .. }) => assert!(message.contains("URI mismatch"), "{message}"),
+        other => panic!("expected a contract violation, got {other:?}"),
+    }
+    let malformed = raw("evt.calc.add.success", Some("#/calc/add"), serde_json::json!({"sum": 6}));
+    assert!(matches!(Average::decode(&malformed), Err(Violation::Contract { .. })));
+
     // A type no contract of the machine declares.
     let unknown = raw("com.other.thing", None, serde_json::json!({}));
     assert!(matches!(Average::decode(&unknown), Err(Violation::Config { .. })));

@@ -599,7 +599,7 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
             let __t = event.r#type();
             #decode_init
             #(#decode_services)*
-            ::std::result::Result::Err(::orchestrator::machine::__private::unresolved(#name_text, event))
+            ::std::result::Result::Err(::orchestrator::machine::__private::unresolved::<#machine>(#name_text, event))
         }},
         contract_span,
     );

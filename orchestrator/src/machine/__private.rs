@@ -137,8 +137,20 @@ pub fn init_type<M: Machine>() -> &'static str {
     <M::Contract as ContractVersion>::TYPE
 }
 
-/// An event no contract of the machine declares.
-pub fn unresolved(machine: &str, event: &Event) -> Violation {
+/// An event no service of machine `M` took: a [`Violation::Contract`] when a declared service
+/// has its type but its dataschema names another contract or is malformed (as a resumable
+/// answers it), a [`Violation::Config`] when no contract of the machine declares its type.
+pub fn unresolved<M: Machine>(machine: &str, event: &Event) -> Violation {
+    let t = event.r#type();
+    for service in M::services() {
+        let vc = service.contract;
+        if vc.accepts().event_type() != t
+            && vc.schema_for_type(t).is_some()
+            && let Err(violation) = vc.validate_orchestration_input(event)
+        {
+            return violation;
+        }
+    }
     Violation::config(format!(
         "Contract validation failed - Event (id={}, type={}) does not match any registered contract schemas in the machine `{machine}`",
         event.id(),
