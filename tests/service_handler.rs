@@ -833,3 +833,31 @@ fn an_answer_larger_than_the_limit_is_a_system_error_event() {
     assert!(message.contains("(type `evt.calc.add.success`)"), "{message}");
     assert!(message.contains("larger than the limit of 100 bytes"), "{message}");
 }
+
+/// A failure whose message would make the system error event larger than the limit still
+/// reaches the workflow: the stack is left out and the message cut to fit, marked as cut.
+/// Before, the system error itself was too large and was dead-lettered.
+#[test]
+fn a_system_error_is_cut_to_fit_the_limit() {
+    let limit = 2_000;
+    let add = ServiceHandler::<Add>::builder()
+        .version(|_: ServiceInput<AddV1>| async move {
+            let error: BoxError = NamedError::new("Overflow", "é".repeat(3_000))
+                .with_source(std::io::Error::other("deep"))
+                .into();
+            Err::<(), _>(error)
+        })
+        .max_event_bytes(limit)
+        .build()
+        .unwrap();
+    let request = add_request(client());
+    let out = run(&add, &request).expect("a system error event, not a violation");
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].r#type(), "sys.com.calc.add.error");
+    assert!(out[0].encoded_len() <= limit, "{} bytes", out[0].encoded_len());
+    assert!(out[0].encoded_len() > limit - 100, "as much of the message as fits: {}", out[0].encoded_len());
+    assert_eq!(out[0].data()["errorName"], "Overflow");
+    assert_eq!(out[0].data()["errorStack"], Value::Null, "the stack left out first");
+    let message = out[0].data()["errorMessage"].as_str().unwrap();
+    assert!(message.starts_with("éé") && message.ends_with(orchestrator::emit::TRUNCATED), "{message}");
+}

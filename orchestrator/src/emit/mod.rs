@@ -121,6 +121,51 @@ impl StdError for NamedError {
     }
 }
 
+/// What ends a system error message shortened to fit the event size limit.
+pub const TRUNCATED: &str = " … [truncated]";
+
+/// [`system_error_events`], made to fit `max` bytes each: a system error must reach the
+/// workflow's initiator even when what failed was a too-large event with a long message. When
+/// an event is larger than `max`, its `errorStack` is left out, then its `errorMessage` is cut
+/// (at a character boundary) and ends with [`TRUNCATED`]. A limit too small for even the
+/// envelope gives the events as they are (the runtime then dead-letters them with the reason).
+pub fn system_error_events_within(
+    spec: &SystemErrorSpec<'_>,
+    payload: &SystemErrorPayload,
+    max: usize,
+) -> Result<Vec<Event>, Violation> {
+    let largest = |events: &[Event]| events.iter().map(Event::encoded_len).max().unwrap_or(0);
+    let events = system_error_events(spec, payload)?;
+    if largest(&events) <= max {
+        return Ok(events);
+    }
+    let mut fitted = payload.clone();
+    fitted.error_stack = None;
+    fitted.error_message = TRUNCATED.to_owned();
+    if largest(&system_error_events(spec, &fitted)?) > max {
+        // Not even the envelope fits: the whole error is more use in a dead letter.
+        return Ok(events);
+    }
+    fitted.error_message.clone_from(&payload.error_message);
+    let mut events = system_error_events(spec, &fitted)?;
+    let message = payload.error_message.as_str();
+    // JSON escaping may take more than a byte per byte cut: cut more until it fits.
+    let mut cut = largest(&events).saturating_sub(max) + TRUNCATED.len();
+    while largest(&events) > max {
+        let mut keep = message.len().saturating_sub(cut);
+        while !message.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        fitted.error_message = format!("{}{TRUNCATED}", &message[..keep]);
+        events = system_error_events(spec, &fitted)?;
+        if keep == 0 {
+            break;
+        }
+        cut = cut.saturating_mul(2);
+    }
+    Ok(events)
+}
+
 /// The system-error payload of an error (arvo-core's `createArvoError`):
 /// * `errorName`: the [`NamedError`]'s name, else `"Error"`;
 /// * `errorMessage`: the error's `Display`;

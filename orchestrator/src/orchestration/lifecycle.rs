@@ -11,7 +11,8 @@ use crate::broker::catch_panic::CatchPanic;
 use crate::contract::orchestrator::PARENT_SUBJECT_KEY;
 use crate::domain::Domain;
 use crate::emit::{
-    DEFAULT_SYSTEM_ERROR_DOMAINS, NamedError, SystemErrorSpec, system_error_events, system_error_payload,
+    DEFAULT_SYSTEM_ERROR_DOMAINS, NamedError, SystemErrorSpec, system_error_events_within,
+    system_error_payload,
 };
 use crate::event::Event;
 use crate::handler::EventHandler;
@@ -378,7 +379,8 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                     traceparent: exec.headers().traceparent(),
                     tracestate: exec.headers().tracestate(),
                 };
-                let events = system_error_events(&spec, &payload)?;
+                let limit = crate::event::effective_limit(self.max_event_bytes);
+                let events = system_error_events_within(&spec, &payload, limit)?;
                 let latch = WorkflowRecord {
                     execution_status: ExecutionStatus::Failure { error: payload },
                     subject: subject.as_str().to_owned(),

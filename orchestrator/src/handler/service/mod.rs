@@ -116,7 +116,7 @@ use crate::contract::{
 };
 use crate::domain::Domain;
 use crate::emit::{
-    NamedError, SystemErrorSpec, schema_errors_json, service_events, system_error_events,
+    NamedError, SystemErrorSpec, schema_errors_json, service_events, system_error_events_within,
     system_error_payload,
 };
 use crate::event::Event;
@@ -523,7 +523,7 @@ impl Inner {
             tracestate: exec.headers().tracestate(),
             ..SystemErrorSpec::for_handler(vc, self.contract.r#type(), event)
         };
-        system_error_events(&spec, payload)
+        system_error_events_within(&spec, payload, crate::event::effective_limit(self.max_event_bytes))
     }
 }
 
