@@ -1187,6 +1187,40 @@ async fn a_context_json_cannot_represent_fails_the_step_that_produced_it() {
     assert!(matches!(record.execution_status, ExecutionStatus::Failure { .. }), "the failure is latched");
 }
 
+orchestrator::machine! {
+    /// Version 1.0.0 requesting a sum of a ratio: 0/0 is NaN in the request, not in the context.
+    pub machine CalcRatioRequest {
+        contract: CalcV1,
+        services: { add: AddV1 },
+        context: CalcCtx,
+        init: |input| CalcCtx { a: input.a, b: input.b, result: 0.0 },
+        output: |ctx| CalcOutput { result: ctx.result },
+        states: {
+            working: {
+                entry: [|ctx, _, out| out.add(Operands { a: ctx.a / ctx.b, b: 1.0 })],
+                on: { add::Sum => { target: done } },
+            },
+            done: { type: final },
+        },
+    }
+}
+
+/// A request JSON cannot represent (NaN would be sent as null) fails the step that made it,
+/// saying so, as a resumable's does: no request leaves, the workflow gets a system error.
+#[tokio::test]
+async fn a_request_json_cannot_represent_fails_the_step_that_made_it() {
+    let orc =
+        Orchestrator::builder(fast_memory(Retention::Keep)).machine::<CalcRatioRequest>().build().unwrap();
+    let init = EventFactory::<CalcV1>::new().init(CalcInput { a: 0.0, b: 0.0 }, client()).unwrap();
+    let out = orc.execute(&init).await.unwrap();
+    assert_eq!(out.len(), 1, "no request, only the error: {out:?}");
+    assert_eq!(out[0].r#type(), "sys.arvo.orc.test.calc.error", "{out:?}");
+    let message = out[0].data()["errorMessage"].as_str().unwrap();
+    assert!(message.contains("NaN"), "{message}");
+    let record = stored(orc.memory(), init.subject()).await.unwrap().record;
+    assert!(matches!(record.execution_status, ExecutionStatus::Failure { .. }), "the failure is latched");
+}
+
 /// A step that emits an event larger than the limit (a node's, 1 MiB by default) fails like
 /// any failure: the event is not emitted, the state stays as it was (none, for an init), the
 /// failure is latched and the initiator gets a system error naming the event, its size and the

@@ -25,6 +25,11 @@ pub struct QueueConfig {
     /// last guard against an event that crashes its consumer every time (the runtime's retry
     /// policy, 10 attempts by default, dead-letters ordinary failures long before).
     pub max_deliveries: Option<u32>,
+    /// The largest event [`publish`](orchestrator::transport::Transport::publish) takes, serialized
+    /// (default 1 MiB, the parsers' limit): a larger one refuses its batch with
+    /// [`TransportError::EventTooLarge`](orchestrator::transport::TransportError::EventTooLarge)
+    /// instead of being stored for consumers that could not parse it.
+    pub max_event_bytes: usize,
 }
 
 impl Default for QueueConfig {
@@ -36,6 +41,7 @@ impl Default for QueueConfig {
             poll: Duration::from_millis(250),
             batch: 64,
             max_deliveries: Some(100),
+            max_event_bytes: orchestrator::event::DEFAULT_MAX_EVENT_BYTES,
         }
     }
 }

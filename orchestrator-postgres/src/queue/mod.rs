@@ -156,6 +156,7 @@ impl Transport for PgQueue {
         if self.shared.is_closed() {
             return Err(TransportError::Closed);
         }
+        orchestrator::transport::check_batch(&events, self.shared.config.max_event_bytes)?;
         let lanes = Lane::of_all(&events)?;
         if events.is_empty() {
             return Ok(());

@@ -161,6 +161,7 @@ impl BrokerBuilder {
             capacity: self.capacity,
             publish_timeout: self.publish_timeout,
             log: self.log,
+            max_event_bytes: self.max_event_bytes,
         })
         .map_err(|_| BrokerError::InvalidConfig { message: "capacity must be at least 1" })?;
         let shared = Arc::new(Shared::new(transport, dispatcher));

@@ -27,6 +27,7 @@ impl Shared {
         match error {
             TransportError::MissingTo { id } => BrokerError::MissingTo { id },
             TransportError::Full { capacity, .. } => BrokerError::QueueFull { capacity },
+            TransportError::EventTooLarge(e) => BrokerError::EventTooLarge(e),
             // The in-process transport fails a publish with nothing else.
             TransportError::Closed
             | TransportError::InvalidConfig { .. }

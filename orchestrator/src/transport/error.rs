@@ -10,6 +10,10 @@ pub enum TransportError {
         /// The id of the event.
         id: String,
     },
+    /// An event is larger than the transport takes (its serialized JSON, see
+    /// [`Event::check_size`](crate::event::Event::check_size)); nothing of the batch is published.
+    #[error(transparent)]
+    EventTooLarge(#[from] crate::event::EventTooLarge),
     /// The transport stayed full for as long as a publisher may wait.
     #[error("the transport stayed full (capacity {capacity}) for {waited:?}")]
     Full {
@@ -44,7 +48,9 @@ impl TransportError {
         match self {
             Self::Full { .. } => true,
             Self::Backend { transient, .. } => *transient,
-            Self::MissingTo { .. } | Self::Closed | Self::InvalidConfig { .. } => false,
+            Self::MissingTo { .. } | Self::EventTooLarge(_) | Self::Closed | Self::InvalidConfig { .. } => {
+                false
+            }
         }
     }
 }

@@ -46,6 +46,20 @@ pub use in_process::{DEFAULT_CAPACITY, InProcessConfig, InProcessTransport, Tran
 
 use crate::event::Event;
 
+/// Checks a batch before a transport accepts any of it: every event has a `to`
+/// ([`TransportError::MissingTo`]) and is at most `max_event_bytes` once serialized
+/// ([`TransportError::EventTooLarge`]). Transports call it first in
+/// [`Transport::publish`], so that a refused batch publishes nothing.
+pub fn check_batch(events: &[Event], max_event_bytes: usize) -> Result<(), TransportError> {
+    for event in events {
+        if event.to().is_none() {
+            return Err(TransportError::MissingTo { id: event.id().to_owned() });
+        }
+        event.check_size(max_event_bytes)?;
+    }
+    Ok(())
+}
+
 /// Which topics a subscription receives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Topics {
@@ -72,7 +86,8 @@ pub trait Transport: Send + Sync + 'static {
     type Subscription: Subscription;
 
     /// Publishes `events` in order. Each must have a `to` ([`TransportError::MissingTo`]
-    /// otherwise, and nothing of the batch is published). Waits while the transport is full, up
+    /// otherwise) and fit the transport's event size limit ([`TransportError::EventTooLarge`]
+    /// otherwise, 1 MiB by default, the parsers' limit): a refused batch publishes nothing. Waits while the transport is full, up
     /// to the transport's bound, then fails with [`TransportError::Full`]; fails with
     /// [`TransportError::Closed`] once the transport is closed. Returns once the transport holds
     /// the events (for a networked transport: once the server acknowledged them).

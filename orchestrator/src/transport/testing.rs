@@ -52,6 +52,7 @@ pub async fn conformance<T: Transport, F: Fn() -> T>(make: F, profile: Profile) 
     within("backpressure", backpressure_loses_nothing(Arc::new(make()), profile.capacity)).await;
     within("products over capacity", products_are_admitted_over_capacity(make(), profile.capacity)).await;
     within("missing to", an_event_without_to_refuses_the_batch(make())).await;
+    within("too large", an_event_too_large_refuses_the_batch(make())).await;
     within("close", close_refuses_outsiders_and_drains(make())).await;
 }
 
@@ -322,6 +323,29 @@ async fn an_event_without_to_refuses_the_batch<T: Transport>(transport: T) {
             assert_eq!(id, "conformance-no-to", "{rule}: names the event")
         }
         other => panic!("{rule}: expected MissingTo, got {other:?}"),
+    }
+    let mut subscription = subscribe(&transport, both()).await;
+    close_and_expect_nothing(&transport, &mut subscription, rule).await;
+}
+
+async fn an_event_too_large_refuses_the_batch<T: Transport>(transport: T) {
+    let rule =
+        "an event larger than the transport takes (2 MiB, over the 1 MiB default) refuses its whole batch";
+    let big = Event::builder()
+        .id("conformance-too-large")
+        .source("com.conformance.client")
+        .r#type(A)
+        .to(A)
+        .subject("s")
+        .data_json(json!({"blob": "x".repeat(2 * 1024 * 1024)}))
+        .build()
+        .expect("a valid event");
+    match transport.publish(vec![event(A, "s", 0), big]).await {
+        Err(e) => {
+            assert!(!e.is_transient(), "{rule}: publishing it again cannot succeed: {e}");
+            assert!(e.to_string().contains("conformance-too-large"), "{rule}: names the event: {e}");
+        }
+        Ok(()) => panic!("{rule}: the batch was accepted"),
     }
     let mut subscription = subscribe(&transport, both()).await;
     close_and_expect_nothing(&transport, &mut subscription, rule).await;

@@ -16,11 +16,11 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use super::TransportStats;
 use super::delayed::Delayed;
 use super::lanes::{Job, Lanes};
+use super::{InProcessConfig, TransportStats};
 use crate::event::Event;
-use crate::transport::{Topics, TransportError};
+use crate::transport::{Topics, TransportError, check_batch};
 use crate::util::lock;
 
 struct State {
@@ -53,35 +53,29 @@ pub(super) struct Inner {
     space: Notify,
     pub(super) capacity: usize,
     publish_timeout: Option<Duration>,
+    max_event_bytes: usize,
     /// Live `Topics::Only` subscriptions: while there are any, a ready lane wakes every waiting
     /// consumer (the one woken might not listen on its topic), not just one.
     filtered: AtomicUsize,
     counters: Counters,
 }
 
-/// Refuses a batch in which some event has no `to`.
-fn check_to(events: &[Event]) -> Result<(), TransportError> {
-    match events.iter().find(|event| event.to().is_none()) {
-        Some(event) => Err(TransportError::MissingTo { id: event.id().to_owned() }),
-        None => Ok(()),
-    }
-}
-
 impl Inner {
-    pub(super) fn new(capacity: usize, publish_timeout: Option<Duration>, log: bool) -> Self {
+    pub(super) fn new(config: &InProcessConfig) -> Self {
         Self {
             state: Mutex::new(State {
                 lanes: Lanes::default(),
                 delayed: Delayed::default(),
                 closed: false,
-                log: log.then(Vec::new),
+                log: config.log.then(Vec::new),
                 space_waiters: 0,
             }),
             work: Notify::new(),
             idle: Notify::new(),
             space: Notify::new(),
-            capacity,
-            publish_timeout,
+            capacity: config.capacity,
+            publish_timeout: config.publish_timeout,
+            max_event_bytes: config.max_event_bytes,
             filtered: AtomicUsize::new(0),
             counters: Counters::default(),
         }
@@ -132,7 +126,7 @@ impl Inner {
     /// Publishes from outside without waiting: [`TransportError::Full`] when `capacity` events
     /// already wait.
     pub(super) fn try_publish(&self, events: Vec<Event>) -> Result<(), TransportError> {
-        check_to(&events)?;
+        check_batch(&events, self.max_event_bytes)?;
         let state = self.state();
         if state.closed {
             return Err(TransportError::Closed);
@@ -146,7 +140,7 @@ impl Inner {
 
     /// Publishes from outside, waiting while `capacity` events wait (up to the publish timeout).
     pub(super) async fn publish(&self, events: Vec<Event>) -> Result<(), TransportError> {
-        check_to(&events)?;
+        check_batch(&events, self.max_event_bytes)?;
         match self.publish_timeout {
             None => self.publish_waiting(events).await,
             Some(limit) => tokio::time::timeout(limit, self.publish_waiting(events))
@@ -190,7 +184,7 @@ impl Inner {
 
     /// Publishes what a settled delivery produced: over capacity and after `close` too.
     pub(super) fn admit_products(&self, events: Vec<Event>) -> Result<(), TransportError> {
-        check_to(&events)?;
+        check_batch(&events, usize::MAX)?;
         if !events.is_empty() {
             self.admit(self.state(), events);
         }

@@ -56,11 +56,20 @@ pub struct InProcessConfig {
     /// Records every accepted event, in acceptance order, for
     /// [`InProcessTransport::take_log`]. Off by default: the log grows until it is taken.
     pub log: bool,
+    /// The largest event [`Transport::publish`] takes, serialized
+    /// ([`TransportError::EventTooLarge`] beyond). Default
+    /// [`DEFAULT_MAX_EVENT_BYTES`](crate::event::DEFAULT_MAX_EVENT_BYTES), the parsers' limit.
+    pub max_event_bytes: usize,
 }
 
 impl Default for InProcessConfig {
     fn default() -> Self {
-        Self { capacity: DEFAULT_CAPACITY, publish_timeout: None, log: false }
+        Self {
+            capacity: DEFAULT_CAPACITY,
+            publish_timeout: None,
+            log: false,
+            max_event_bytes: crate::event::DEFAULT_MAX_EVENT_BYTES,
+        }
     }
 }
 
@@ -97,7 +106,7 @@ impl InProcessTransport {
         if config.capacity == 0 {
             return Err(TransportError::InvalidConfig { message: "capacity must be at least 1".to_owned() });
         }
-        Ok(Self { inner: Arc::new(Inner::new(config.capacity, config.publish_timeout, config.log)) })
+        Ok(Self { inner: Arc::new(Inner::new(&config)) })
     }
 
     /// Joins the competing consumers of `topics` (what [`Transport::subscribe`] does, without
@@ -182,8 +191,13 @@ mod tests {
     }
 
     fn transport(capacity: usize, publish_timeout: Option<Duration>) -> InProcessTransport {
-        InProcessTransport::new(InProcessConfig { capacity, publish_timeout, log: true })
-            .expect("valid config")
+        InProcessTransport::new(InProcessConfig {
+            capacity,
+            publish_timeout,
+            log: true,
+            ..InProcessConfig::default()
+        })
+        .expect("valid config")
     }
 
     #[tokio::test]
