@@ -4,6 +4,7 @@
 
 pub mod child;
 pub mod cluster;
+pub mod journal;
 pub mod workload;
 
 use std::sync::Mutex;

@@ -228,21 +228,8 @@ pub async fn check(
         assert_eq!(got.len(), 1, "workflow {i} completed {} times (distinct completion events)", got.len());
         assert_eq!(got[0].average, (i + 1) as f64, "workflow {i}'s result");
 
-        let stored = store.read(subject).await.expect("reading the state").expect("the workflow's state");
-        assert!(stored.record.done, "workflow {i} is done");
+        let (stored, journal) = super::journal::check_done(store, i, subject, init).await;
         assert_eq!(stored.version, 3, "workflow {i}: three steps (init, sum, quotient)");
-        let journal = store.history(subject, 0, 100).await.expect("reading the journal");
-        let versions: Vec<u64> = journal.iter().map(|e| e.version).collect();
-        assert_eq!(
-            versions,
-            (1..=stored.version).collect::<Vec<_>>(),
-            "workflow {i}: the journal is gapless"
-        );
-        assert_eq!(journal.last().map(|e| &e.record), Some(&stored.record), "workflow {i}: journal = state");
-        let consumed: Vec<&str> = journal.iter().filter_map(|e| e.consumed.as_ref().map(Event::id)).collect();
-        let unique: HashSet<&str> = consumed.iter().copied().collect();
-        assert_eq!(unique.len(), consumed.len(), "workflow {i}: an event consumed twice: {consumed:?}");
-        assert_eq!(consumed.first().copied(), Some(init.id()), "workflow {i} started by its init");
         let completions_produced =
             journal.iter().flat_map(|e| &e.produced).filter(|e| e.to() == Some(CLIENT));
         let completions_produced: Vec<&str> = completions_produced.map(Event::id).collect();
