@@ -39,7 +39,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use orchestrator::event::Event;
-use orchestrator::memory::{Journal, Memory};
 use orchestrator::orchestration::WorkflowRecord;
 use orchestrator::transport::Transport;
 use orchestrator_examples::cluster::{self, Outcome, StartOptions, StartReport, WorkerOptions};

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use orchestrator::handler::EventHandler;
-use orchestrator::memory::{Journal, Memory};
+use orchestrator::memory::Memory;
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::outbox::Outbox;
 use orchestrator::prelude::*;
