@@ -58,6 +58,7 @@
 //!   redelivered init event then starts a new workflow, so every store keeps finished workflows
 //!   by default ([`Retention::Keep`](crate::memory::Retention::Keep)).
 
+pub mod cancel;
 mod definitions;
 pub mod history;
 mod lifecycle;
@@ -99,6 +100,12 @@ pub enum ExecutionStatus {
         /// What failed.
         error: SystemErrorPayload,
     },
+    /// Ended by a cancel request ([`cancel`]): later events are ignored.
+    Cancelled {
+        /// Why, as the request said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 /// The persisted state of one workflow, keyed by its subject: the same record for every kind of
@@ -139,8 +146,13 @@ impl WorkflowRecord {
         matches!(self.execution_status, ExecutionStatus::Failure { .. })
     }
 
+    /// Whether a cancel request ended the workflow ([`cancel`]).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.execution_status, ExecutionStatus::Cancelled { .. })
+    }
+
     /// Where the workflow stands: [`Failed`](WorkflowState::Failed) when the failure latch is
-    /// set, else [`Done`](WorkflowState::Done) when it reached its end, else
+    /// set, [`Cancelled`](WorkflowState::Cancelled) when a cancel request ended it, else [`Done`](WorkflowState::Done) when it reached its end, else
     /// [`Waiting`](WorkflowState::Waiting) when it has a durable timer, else
     /// [`Active`](WorkflowState::Active). The one rule: the lifecycle writes it
     /// ([`WriteMeta::status`](crate::memory::WriteMeta::status)) and
@@ -148,6 +160,8 @@ impl WorkflowRecord {
     pub fn workflow_state(&self) -> WorkflowState {
         if self.is_failed() {
             WorkflowState::Failed
+        } else if self.is_cancelled() {
+            WorkflowState::Cancelled
         } else if self.done {
             WorkflowState::Done
         } else if self.wake_at_ms.is_some() {
