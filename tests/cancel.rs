@@ -152,16 +152,24 @@ impl EventHandler for Parked {
 }
 
 impl Parked {
-    /// The add service's answer to the request of workflow `subject`.
+    /// The add service's answer to the request of workflow `subject` (once it arrived: the
+    /// service runs after the step that asked).
     async fn answer(&self, subject: &str) -> Event {
-        let request = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .find(|r| r.subject() == subject)
-            .cloned()
-            .expect("the workflow asked the add service");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let request = loop {
+            let found = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .find(|r| r.subject() == subject)
+                .cloned();
+            match found {
+                Some(request) => break request,
+                None => assert!(tokio::time::Instant::now() < deadline, "{subject} asked nothing"),
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
         services::add().expect("add").execute(&request).await.expect("an answer").remove(0)
     }
 }
