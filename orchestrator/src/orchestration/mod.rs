@@ -7,8 +7,8 @@
 //! * [`Resumable`]: the imperative, resumable orchestrator (Arvo's `ArvoResumable`), core
 //!   [`ResumableCore`](resumable::ResumableCore).
 //!
-//! Beside them: durable timers ([`timers`]), a workflow's history ([`history`]) and replay
-//! ([`replay`]). The events the orchestrators emit are built in [`crate::emit`]; incoming events
+//! Beside them: durable timers ([`timers`]), cancellation ([`cancel`]), a workflow's history
+//! ([`history`]) and replay ([`replay`]). The events the orchestrators emit are built in [`crate::emit`]; incoming events
 //! are resolved against their contracts in [`contract`](mod@crate::contract).
 //!
 //! # The lifecycle ([`Lifecycle::execute`])
@@ -21,8 +21,9 @@
 //! | 2 | the subject's orchestrator name ≠ the handler source | `Ok([])` (another orchestrator's event) |
 //! | 3 | [`Memory::acquire`](crate::memory::Memory::acquire): one attempt at the lease ([`Locking::Always`], the default), the [`WorkflowRecord`] and the journal's answer to the event, in one call | denied → [`Violation::Transaction`] `LOCK_UNACQUIRED` (the dispatcher retries it later); error → `LOCK_FAILURE` |
 //! | 4 | the workflow already consumed this event (same source and id) | the events it produced then, without running |
-//! | 5 | failure latch set, workflow done, the event is the last one consumed, or a second init of a running workflow | `Ok([])`, nothing written |
+//! | 5 | failure latch set, workflow done or cancelled, the event is the last one consumed, or a second init of a running workflow | `Ok([])`, nothing written |
 //! | 6 | no record and not an init event | `Ok([])` |
+//! | 6b | a cancel request (`<source>.cancel`, [`cancel`]) | instead of step 7: the cancelled record, the initiator's cancellation event, the children's cancel requests |
 //! | 7 | the [`CoreStep`] | a violation is returned, nothing is persisted |
 //! | 8 | [`Memory::commit`](crate::memory::Memory::commit): compare-and-swap against the version read (`None` for a new workflow), fenced by the lease, with the journal entry, the next wake-up, the retention of a finished workflow, the outbox step ([`Lifecycle::with_outbox`]) and the release of the lease, in one call | error → `WRITE_FAILURE` |
 //! | 9 | when nothing was committed: release the lease (errors are ignored: leases expire) | — |
