@@ -256,12 +256,18 @@ const CLIENT: &str = "com.example.client";
 
 /// The parent orchestrator: both versions served side by side.
 fn parents(store: &Arc<Mem>) -> OrchestratorBuilder<Arc<Mem>> {
-    Orchestrator::builder(Arc::clone(store)).machine::<ParentOne>().machine::<ParentTwo>().machine::<ParentThree>()
+    Orchestrator::builder(Arc::clone(store))
+        .machine::<ParentOne>()
+        .machine::<ParentTwo>()
+        .machine::<ParentThree>()
 }
 
 /// The child orchestrator: both versions served side by side.
 fn counters(store: &Arc<Mem>) -> OrchestratorBuilder<Arc<Mem>> {
-    Orchestrator::builder(Arc::clone(store)).machine::<Increment>().machine::<Decrement>().machine::<Patient>()
+    Orchestrator::builder(Arc::clone(store))
+        .machine::<Increment>()
+        .machine::<Decrement>()
+        .machine::<Patient>()
 }
 
 /// `name@version #execid` of an event's orchestration subject.
@@ -353,8 +359,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("parent {version}: its record is not done").into());
         }
     }
-    cancel_with_children(&node, &store, EventFactory::<ParentV3>::new().init(ParentInput { value: 10.0 }, client())?)
-        .await?;
+    cancel_with_children(
+        &node,
+        &store,
+        EventFactory::<ParentV3>::new().init(ParentInput { value: 10.0 }, client())?,
+    )
+    .await?;
     if !node.take_dead_letters().is_empty() {
         return Err("dead letters".into());
     }
@@ -382,7 +392,12 @@ async fn cancel_with_children(
     node.cancel(&parent, CancelRequest::new().reason("no longer needed").with_children()).await?;
     let ended = node.wait(&parent).await;
     let payload: SystemErrorPayload = serde_json::from_value(ended.data_value().clone())?;
-    println!("  the client got {} -> {}: {}", ended.r#type(), ended.to().unwrap_or("-"), serde_json::to_string(ended.data())?);
+    println!(
+        "  the client got {} -> {}: {}",
+        ended.r#type(),
+        ended.to().unwrap_or("-"),
+        serde_json::to_string(ended.data())?
+    );
     if !payload.is_cancellation() || payload.error_message != "no longer needed" {
         return Err(format!("not a cancellation: {payload:?}").into());
     }
@@ -397,7 +412,11 @@ async fn cancel_with_children(
     print_log(node.transport());
     for (what, subject) in [("parent", &parent), ("child", &child)] {
         let status = node.status(subject).await?;
-        println!("  {what} {}: {}", short(subject), status.as_ref().map_or("unknown".to_owned(), ToString::to_string));
+        println!(
+            "  {what} {}: {}",
+            short(subject),
+            status.as_ref().map_or("unknown".to_owned(), ToString::to_string)
+        );
         if status.as_ref() != Some(&cancelled) {
             return Err(format!("the {what} is not cancelled: {status:?}").into());
         }
@@ -421,7 +440,12 @@ fn print_log(transport: &InProcessTransport) {
 /// `name@version #execid` of a workflow subject.
 fn short(subject: &str) -> String {
     match orchestrator::subject::Subject::parse(subject) {
-        Ok(s) => format!("{}@{} #{}", s.orchestrator_name(), s.orchestrator_version(), s.execution_id().chars().take(8).collect::<String>()),
+        Ok(s) => format!(
+            "{}@{} #{}",
+            s.orchestrator_name(),
+            s.orchestrator_version(),
+            s.execution_id().chars().take(8).collect::<String>()
+        ),
         Err(_) => subject.to_owned(),
     }
 }

@@ -18,7 +18,9 @@ use orchestrator::prelude::*;
 use orchestrator::runtime::{Node, NodeBuilder, TimerSettings, WorkflowStatus};
 use orchestrator::transport::{InProcessTransport, Transport};
 use orchestrator::violation::Violation;
-use orchestrator_examples::calculator::{AddV1, AverageInput, AverageOutput, AverageV1, Operands, Sum, services};
+use orchestrator_examples::calculator::{
+    AddV1, AverageInput, AverageOutput, AverageV1, Operands, Sum, services,
+};
 use orchestrator_sqlite::{SqliteConfig, SqliteMemory};
 
 const CLIENT: &str = "com.test.client";
@@ -243,7 +245,10 @@ fn cancellation(event: &Event, subject: &str) -> SystemErrorPayload {
 }
 
 /// Nothing more reaches the client for `subject` within a while.
-async fn nothing_more<M: Memory<WorkflowRecord> + 'static>(node: &Node<M, InProcessTransport>, subject: &str) {
+async fn nothing_more<M: Memory<WorkflowRecord> + 'static>(
+    node: &Node<M, InProcessTransport>,
+    subject: &str,
+) {
     let more = tokio::time::timeout(Duration::from_millis(300), node.wait(subject)).await;
     assert!(more.is_err(), "the client got another event: {more:?}");
 }

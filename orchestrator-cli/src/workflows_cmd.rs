@@ -141,8 +141,9 @@ impl ListArgs {
 
 /// Parses `--status`.
 fn parse_status(text: &str) -> Result<WorkflowState, String> {
-    WorkflowState::parse(text)
-        .ok_or_else(|| format!("`{text}` is not a status: expected active, waiting, done, failed or cancelled"))
+    WorkflowState::parse(text).ok_or_else(|| {
+        format!("`{text}` is not a status: expected active, waiting, done, failed or cancelled")
+    })
 }
 
 /// Parses `--since`: an RFC 3339 time, or an age (`90s`, `30m`, `12h`, `7d`) before now.

@@ -7,8 +7,10 @@ use super::{MemoryError, Page, WorkflowFilter, WorkflowIndex, WorkflowSummary};
 /// Object-safe [`WorkflowIndex`]: every `WorkflowIndex` is one.
 pub trait DynWorkflowIndex: Send + Sync {
     /// See [`WorkflowIndex::list`].
-    fn list_dyn<'a>(&'a self, filter: &'a WorkflowFilter)
-    -> BoxFuture<'a, Result<Page<WorkflowSummary>, MemoryError>>;
+    fn list_dyn<'a>(
+        &'a self,
+        filter: &'a WorkflowFilter,
+    ) -> BoxFuture<'a, Result<Page<WorkflowSummary>, MemoryError>>;
 
     /// See [`WorkflowIndex::count`].
     fn count_dyn<'a>(&'a self, filter: &'a WorkflowFilter) -> BoxFuture<'a, Result<u64, MemoryError>>;

@@ -54,8 +54,8 @@ pub use answers::{AnswerKey, Answers, DynAnswers};
 pub use catalog::{Catalog, Definition, DefinitionKind, DynCatalog, Recorded};
 pub(crate) use dead_letters::GraveyardOf;
 pub use dead_letters::{Buried, DeadLetterStore, DynDeadLetterStore};
-pub use in_memory::{InMemory, InMemoryConfig};
 pub use dyn_index::DynWorkflowIndex;
+pub use in_memory::{InMemory, InMemoryConfig};
 pub use index::{
     DEFAULT_PAGE, Page, SubjectColumns, TimeRange, WorkflowCursor, WorkflowFilter, WorkflowIndex,
     WorkflowSummary,

@@ -239,6 +239,9 @@ mod tests {
         assert_eq!(full, CancelRequest::new().reason("late").with_children());
         assert_eq!(CancelRequest::from_data(&json!({"reason": 5, "children": "yes"})), CancelRequest::new());
         assert_eq!(CancelRequest::from_data(&Value::Null).message(), DEFAULT_CANCEL_MESSAGE);
-        assert!(matches!(cancel_event("not a subject", &CancelRequest::new()), Err(CancelError::Subject { .. })));
+        assert!(matches!(
+            cancel_event("not a subject", &CancelRequest::new()),
+            Err(CancelError::Subject { .. })
+        ));
     }
 }

@@ -464,10 +464,8 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
     async fn cancel(&self, cancel: Cancel<'_>, exec: &Execution) -> Result<Step, Violation> {
         let Cancel { event, subject, record, version, lease, now } = cancel;
         let request = super::cancel::CancelRequest::from_data(event.data_value());
-        let payload = crate::contract::SystemErrorPayload::new(
-            super::cancel::CANCELLED_ERROR_NAME,
-            request.message(),
-        );
+        let payload =
+            crate::contract::SystemErrorPayload::new(super::cancel::CANCELLED_ERROR_NAME, request.message());
         exec.orchestration_status(WorkflowState::Cancelled.as_str());
         let parent_subject = record.parent_subject.as_deref();
         let spec = SystemErrorSpec {
@@ -488,7 +486,8 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
         {
             let children = super::cancel::child_cancels(index, subject.as_str(), &request).await;
             events.extend(children.map_err(|e| {
-                let message = format!("Error listing the children of workflow (subject={}): {e}", subject.as_str());
+                let message =
+                    format!("Error listing the children of workflow (subject={}): {e}", subject.as_str());
                 store_violation(&e, TransactionCause::LockFailure, message)
             })?);
         }

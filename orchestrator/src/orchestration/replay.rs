@@ -165,16 +165,15 @@ impl<S: CoreStep, M> Lifecycle<S, M> {
         let parsed = Subject::parse(subject)
             .map_err(|source| ReplayError::Subject { subject: subject.to_owned(), source })?;
         let read_error = |source| ReplayError::Journal { subject: subject.to_owned(), source };
-        let mut replayed =
-            Replayed {
-                version: 0,
-                at: None,
-                state: Value::Null,
-                done: false,
-                failed: false,
-                cancelled: false,
-                steps: 0,
-            };
+        let mut replayed = Replayed {
+            version: 0,
+            at: None,
+            state: Value::Null,
+            done: false,
+            failed: false,
+            cancelled: false,
+            steps: 0,
+        };
         let mut context: Option<(Option<String>, String)> = None;
         if let Some(version) = from {
             let entry = journal
