@@ -5,6 +5,8 @@
 //! its children takes its running child along; a finished workflow is left alone; a resumable
 //! is cancelled too.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -488,7 +488,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             events.extend(children.map_err(|e| {
                 let message =
                     format!("Error listing the children of workflow (subject={}): {e}", subject.as_str());
-                store_violation(&e, TransactionCause::LockFailure, message)
+                store_violation(&e, TransactionCause::ReadFailure, message)
             })?);
         }
         let cancelled = WorkflowRecord {
