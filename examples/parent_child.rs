@@ -8,11 +8,18 @@
 //! One [`Node`] runs both orchestrators and the add service over one store; its in-process
 //! transport logs every event it accepts.
 //!
+//! Last, a third parent version (3.0.0) starts a child that waits for an approval that never
+//! comes; the example cancels the parent with its children while the child runs
+//! ([`Node::cancel`]), prints the cancellation event the client gets and checks that both
+//! workflows are cancelled.
+//!
 //! Run with `cargo run --example parent_child`.
 
 use std::sync::Arc;
 
-use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
+use orchestrator::contract::SystemErrorPayload;
+use orchestrator::memory::{InMemory, InMemoryConfig, Retention, WorkflowFilter, WorkflowIndex};
+use orchestrator::orchestration::cancel::CancelRequest;
 use orchestrator::orchestration::{Orchestrator, OrchestratorBuilder, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator::runtime::{Node, WorkflowStatus};
@@ -46,6 +53,7 @@ orchestrator::orchestrator_contract! {
         versions: {
             CounterV1 = "1.0.0" { init: CountInput, complete: CountOutput },
             CounterV2 = "2.0.0" { init: CountInput, complete: CountOutput },
+            CounterV3 = "3.0.0" { init: CountInput, complete: CountOutput },
         },
     }
 }
@@ -74,6 +82,7 @@ orchestrator::orchestrator_contract! {
         versions: {
             ParentV1 = "1.0.0" { init: ParentInput, complete: ParentOutput },
             ParentV2 = "2.0.0" { init: ParentInput, complete: ParentOutput },
+            ParentV3 = "3.0.0" { init: ParentInput, complete: ParentOutput },
         },
     }
 }
@@ -131,6 +140,20 @@ orchestrator::machine! {
                     },
                 },
             },
+            done: { type: final },
+        },
+    }
+}
+
+orchestrator::machine! {
+    /// Counter 3.0.0: waits a day for an approval before it counts (it is cancelled long before).
+    pub machine Patient {
+        contract: CounterV3,
+        context: Count,
+        init: |input| Count { value: input.value, step: input.step },
+        output: |ctx| CountOutput { value: ctx.value },
+        states: {
+            waiting: { after: { 86400000 => { target: done, actions: [|ctx, _, _| ctx.value += ctx.step] } } },
             done: { type: final },
         },
     }
@@ -199,6 +222,31 @@ orchestrator::machine! {
     }
 }
 
+orchestrator::machine! {
+    /// Parent 3.0.0: runs counter 3.0.0 (the patient one) as a child workflow.
+    pub machine ParentThree {
+        contract: ParentV3,
+        services: { counter: CounterV3 },
+        context: Parent,
+        init: |input| Parent { before: input.value, after: 0.0 },
+        output: |ctx| ParentOutput { before: ctx.before, after: ctx.after },
+        states: {
+            waiting: {
+                entry: [|ctx, _, out| out.counter(CountInput { value: ctx.before, step: 1.0 })],
+                on: {
+                    counter::CountOutput => {
+                        target: done,
+                        actions: [|ctx, event, _| if let ParentThreeEvent::CounterCountOutput(o) = event { ctx.after = o.value }],
+                    },
+                    counter::error => failed,
+                },
+            },
+            done: { type: final },
+            failed: { type: final },
+        },
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 type Mem = InMemory<WorkflowRecord>;
@@ -208,12 +256,18 @@ const CLIENT: &str = "com.example.client";
 
 /// The parent orchestrator: both versions served side by side.
 fn parents(store: &Arc<Mem>) -> OrchestratorBuilder<Arc<Mem>> {
-    Orchestrator::builder(Arc::clone(store)).machine::<ParentOne>().machine::<ParentTwo>()
+    Orchestrator::builder(Arc::clone(store))
+        .machine::<ParentOne>()
+        .machine::<ParentTwo>()
+        .machine::<ParentThree>()
 }
 
 /// The child orchestrator: both versions served side by side.
 fn counters(store: &Arc<Mem>) -> OrchestratorBuilder<Arc<Mem>> {
-    Orchestrator::builder(Arc::clone(store)).machine::<Increment>().machine::<Decrement>()
+    Orchestrator::builder(Arc::clone(store))
+        .machine::<Increment>()
+        .machine::<Decrement>()
+        .machine::<Patient>()
 }
 
 /// `name@version #execid` of an event's orchestration subject.
@@ -305,9 +359,93 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("parent {version}: its record is not done").into());
         }
     }
+    cancel_with_children(
+        &node,
+        &store,
+        EventFactory::<ParentV3>::new().init(ParentInput { value: 10.0 }, client())?,
+    )
+    .await?;
     if !node.take_dead_letters().is_empty() {
         return Err("dead letters".into());
     }
     node.shutdown().await;
     Ok(())
+}
+
+/// Starts parent 3.0.0, waits until its child waits for its timer, cancels the parent with its
+/// children, and checks that both are cancelled.
+async fn cancel_with_children(
+    node: &Node<Mem, InProcessTransport>,
+    store: &Arc<Mem>,
+    init: Event,
+) -> Result<(), Box<dyn std::error::Error>> {
+    println!("\nparent 3.0.0 (subject {}), cancelled with its children:", subject_info(&init));
+    let parent = node.start(init).await?;
+    let children = WorkflowFilter { parent: Some(parent.clone()), ..WorkflowFilter::new() };
+    let child = loop {
+        let listed = store.list(&children).await?.items;
+        if let Some(child) = listed.into_iter().find(|c| c.status.as_str() == "waiting") {
+            break child.id;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    };
+    node.cancel(&parent, CancelRequest::new().reason("no longer needed").with_children()).await?;
+    let ended = node.wait(&parent).await;
+    let payload: SystemErrorPayload = serde_json::from_value(ended.data_value().clone())?;
+    println!(
+        "  the client got {} -> {}: {}",
+        ended.r#type(),
+        ended.to().unwrap_or("-"),
+        serde_json::to_string(ended.data())?
+    );
+    if !payload.is_cancellation() || payload.error_message != "no longer needed" {
+        return Err(format!("not a cancellation: {payload:?}").into());
+    }
+    let cancelled = WorkflowStatus::Cancelled { reason: Some("no longer needed".into()) };
+    for _ in 0..1_000 {
+        if node.status(&child).await?.as_ref() == Some(&cancelled) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    node.transport().wait_idle().await;
+    print_log(node.transport());
+    for (what, subject) in [("parent", &parent), ("child", &child)] {
+        let status = node.status(subject).await?;
+        println!(
+            "  {what} {}: {}",
+            short(subject),
+            status.as_ref().map_or("unknown".to_owned(), ToString::to_string)
+        );
+        if status.as_ref() != Some(&cancelled) {
+            return Err(format!("the {what} is not cancelled: {status:?}").into());
+        }
+    }
+    Ok(())
+}
+
+/// Prints the transport's log.
+fn print_log(transport: &InProcessTransport) {
+    for (i, event) in transport.take_log().iter().enumerate() {
+        println!(
+            "  {i:>2}. {:<34} {:<21} -> {:<21} {}",
+            event.r#type(),
+            event.source(),
+            event.to().unwrap_or("-"),
+            subject_info(event)
+        );
+    }
+}
+
+/// `name@version #execid` of a workflow subject.
+fn short(subject: &str) -> String {
+    match orchestrator::subject::Subject::parse(subject) {
+        Ok(s) => format!(
+            "{}@{} #{}",
+            s.orchestrator_name(),
+            s.orchestrator_version(),
+            s.execution_id().chars().take(8).collect::<String>()
+        ),
+        Err(_) => subject.to_owned(),
+    }
 }

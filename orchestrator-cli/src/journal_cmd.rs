@@ -144,6 +144,7 @@ pub(crate) fn replay(args: &ReplayArgs, tool: &Tool, out: &mut dyn Write) -> Res
             state: target.record.state.clone(),
             done: target.record.done,
             failed: target.record.is_failed(),
+            cancelled: target.record.is_cancelled(),
             steps: 0,
         },
     };
@@ -166,6 +167,7 @@ pub(crate) fn replay(args: &ReplayArgs, tool: &Tool, out: &mut dyn Write) -> Res
         "at": replayed.at.map(format_utc),
         "done": replayed.done,
         "failed": replayed.failed,
+        "cancelled": replayed.cancelled,
         "replay": how,
         "state": replayed.state,
     });

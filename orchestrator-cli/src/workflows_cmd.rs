@@ -73,7 +73,7 @@ pub(crate) struct ListArgs {
     /// The PostgreSQL schema holding the tables.
     #[arg(long, default_value = "orchestrator")]
     schema: String,
-    /// Only workflows in this state: active, waiting (on a timer), done or failed.
+    /// Only workflows in this state: active, waiting (on a timer), done, failed or cancelled.
     #[arg(long, value_parser = parse_status)]
     status: Option<WorkflowState>,
     /// Only workflows of this orchestrator (its name, such as arvo.orc.shop.order).
@@ -141,8 +141,9 @@ impl ListArgs {
 
 /// Parses `--status`.
 fn parse_status(text: &str) -> Result<WorkflowState, String> {
-    WorkflowState::parse(text)
-        .ok_or_else(|| format!("`{text}` is not a status: expected active, waiting, done or failed"))
+    WorkflowState::parse(text).ok_or_else(|| {
+        format!("`{text}` is not a status: expected active, waiting, done, failed or cancelled")
+    })
 }
 
 /// Parses `--since`: an RFC 3339 time, or an age (`90s`, `30m`, `12h`, `7d`) before now.
@@ -456,6 +457,7 @@ mod tests {
     #[test]
     fn statuses_are_named() {
         assert_eq!(parse_status("waiting"), Ok(WorkflowState::Waiting));
-        assert!(parse_status("running").unwrap_err().contains("active, waiting, done or failed"));
+        assert!(parse_status("running").unwrap_err().contains("active, waiting, done, failed or cancelled"));
+        assert_eq!(parse_status("cancelled"), Ok(WorkflowState::Cancelled));
     }
 }

@@ -355,6 +355,10 @@ where
         Some(self)
     }
 
+    fn workflow_index(&self) -> Option<&dyn orchestrator::memory::DynWorkflowIndex> {
+        Some(self)
+    }
+
     async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
         check_id(id)?;
         let client = self.client(id).await?;

@@ -33,6 +33,10 @@ where
         Some(self)
     }
 
+    fn workflow_index(&self) -> Option<&dyn orchestrator::memory::DynWorkflowIndex> {
+        Some(self)
+    }
+
     async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
         check_id(id)?;
         read(&self.readers, id, |conn, id| reads::record(conn, id, Tables::Live)).await

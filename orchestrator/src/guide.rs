@@ -144,6 +144,19 @@
 //! subject and `parentid`. `examples/agent_loop.rs` and `examples/approval_parallel.rs` run
 //! such workflows.
 //!
+//! ## Cancelling a workflow
+//!
+//! When the claim is withdrawn, cancel its workflow rather than wait a day:
+//! `node.cancel(&subject, CancelRequest::new().reason("withdrawn")).await?` publishes a cancel
+//! request (an `arvo.orc.claim.cancel` event; any program can send one, built with
+//! [`cancel_event`](crate::orchestration::cancel::cancel_event)). The workflow ends in the
+//! status `cancelled`, its timer is dropped, later answers are ignored, and the client that
+//! started it gets the workflow's `sys.arvo.orc.claim.error` event named `WorkflowCancelled`,
+//! which [`SystemErrorPayload::is_cancellation`](crate::contract::SystemErrorPayload::is_cancellation)
+//! tells apart from a failure. [`CancelRequest::with_children`](crate::orchestration::cancel::CancelRequest::with_children)
+//! cancels the child workflows it started too. See [`crate::orchestration::cancel`], and
+//! `examples/parent_child.rs`, which cancels a parent with its running child.
+//!
 //! ## Testing a workflow
 //!
 //! [`harness`](crate::harness) runs scenarios against a handler with no infrastructure (Arvo's

@@ -17,8 +17,13 @@ pub(crate) const PAGE_SIZE: usize = 50;
 const MAX_PAGE_SIZE: usize = 500;
 
 /// The statuses, in the order the console shows them.
-pub(crate) const STATUSES: [WorkflowState; 4] =
-    [WorkflowState::Active, WorkflowState::Waiting, WorkflowState::Done, WorkflowState::Failed];
+pub(crate) const STATUSES: [WorkflowState; 5] = [
+    WorkflowState::Active,
+    WorkflowState::Waiting,
+    WorkflowState::Done,
+    WorkflowState::Failed,
+    WorkflowState::Cancelled,
+];
 
 /// The list's filters, as the query string gives them: `status`, `orchestrator`, `meta`
 /// (`k=v`, several separated by commas, or repeated), `since` (RFC 3339 or an age: `30m`,

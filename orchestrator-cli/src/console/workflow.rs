@@ -160,6 +160,10 @@ impl WorkflowView {
             let text = serde_json::to_string_pretty(error).unwrap_or_default();
             row("failure", format!("<pre class=\"failure\">{}</pre>", escape(&text)));
         }
+        if let Some(ExecutionStatus::Cancelled { reason }) = last.map(|r| &r.execution_status) {
+            let reason = reason.as_deref().unwrap_or("no reason given");
+            row("cancelled", format!("<span class=\"cancelled\">{}</span>", escape(reason)));
+        }
         format!(
             "<section id=\"summary\"><h2>Summary</h2><table class=\"summary\">{}</table></section>",
             rows.concat()
@@ -167,7 +171,7 @@ impl WorkflowView {
     }
 
     fn timer(&self, last: Option<&WorkflowRecord>) -> String {
-        let running = last.is_some_and(|r| !r.done && !r.is_failed());
+        let running = last.is_some_and(|r| !r.done && !r.is_failed() && !r.is_cancelled());
         let mut items = Vec::new();
         if let Some(record) = last.filter(|_| running) {
             let paths = self.chart.as_ref().map(chart::state_paths).unwrap_or_default();
@@ -276,7 +280,9 @@ impl WorkflowView {
             };
             let mut state =
                 paths.iter().map(|p| format!("<code>{}</code>", escape(p))).collect::<Vec<_>>().join(" ");
-            if let Some(ms) = record.wake_at_ms.filter(|_| !record.done && !record.is_failed()) {
+            if let Some(ms) =
+                record.wake_at_ms.filter(|_| !record.done && !record.is_failed() && !record.is_cancelled())
+            {
                 state.push_str(&format!(
                     " <span class=\"muted\">timer due at {}</span>",
                     html::time(from_unix_ms(ms))

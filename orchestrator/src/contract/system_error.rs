@@ -32,6 +32,19 @@ impl SystemErrorPayload {
         Self { error_name: name.into(), error_message: message.into(), error_stack: None }
     }
 
+    /// Whether the event reports a cancellation ([`crate::orchestration::cancel`]: its
+    /// `errorName` is [`CANCELLED_ERROR_NAME`](crate::orchestration::cancel::CANCELLED_ERROR_NAME))
+    /// rather than a failure.
+    ///
+    /// ```
+    /// use orchestrator::contract::SystemErrorPayload;
+    /// assert!(SystemErrorPayload::new("WorkflowCancelled", "withdrawn").is_cancellation());
+    /// assert!(!SystemErrorPayload::new("Error", "it broke").is_cancellation());
+    /// ```
+    pub fn is_cancellation(&self) -> bool {
+        self.error_name == crate::orchestration::cancel::CANCELLED_ERROR_NAME
+    }
+
     /// Describes a Rust error: its type name, its message, and its chain of sources as the stack.
     pub fn from_error<E: std::error::Error + ?Sized>(error: &E) -> Self {
         let mut stack = Vec::new();

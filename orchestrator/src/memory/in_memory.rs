@@ -415,6 +415,10 @@ impl<R: Clone + Send + Sync + 'static> Memory<R> for InMemory<R> {
         Some(self)
     }
 
+    fn workflow_index(&self) -> Option<&dyn crate::memory::DynWorkflowIndex> {
+        Some(self)
+    }
+
     async fn read(&self, id: &str) -> Result<Option<Stored<R>>, MemoryError> {
         check_id(id)?;
         let shard = lock_shard(self.shard(id));

@@ -36,6 +36,7 @@
 mod answers;
 mod catalog;
 mod dead_letters;
+mod dyn_index;
 mod dynamic;
 mod in_memory;
 mod index;
@@ -53,6 +54,7 @@ pub use answers::{AnswerKey, Answers, DynAnswers};
 pub use catalog::{Catalog, Definition, DefinitionKind, DynCatalog, Recorded};
 pub(crate) use dead_letters::GraveyardOf;
 pub use dead_letters::{Buried, DeadLetterStore, DynDeadLetterStore};
+pub use dyn_index::DynWorkflowIndex;
 pub use in_memory::{InMemory, InMemoryConfig};
 pub use index::{
     DEFAULT_PAGE, Page, SubjectColumns, TimeRange, WorkflowCursor, WorkflowFilter, WorkflowIndex,
@@ -157,16 +159,20 @@ pub enum WorkflowState {
     Done,
     /// Failed: its failure latch is set, it ignores later events.
     Failed,
+    /// Cancelled: a cancel request ended it ([`crate::orchestration::cancel`]), its timers are
+    /// dropped and it ignores later events.
+    Cancelled,
 }
 
 impl WorkflowState {
-    /// Its name as stores write it: `active`, `waiting`, `done` or `failed`.
+    /// Its name as stores write it: `active`, `waiting`, `done`, `failed` or `cancelled`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Active => "active",
             Self::Waiting => "waiting",
             Self::Done => "done",
             Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
         }
     }
 
@@ -177,13 +183,14 @@ impl WorkflowState {
             "waiting" => Some(Self::Waiting),
             "done" => Some(Self::Done),
             "failed" => Some(Self::Failed),
+            "cancelled" => Some(Self::Cancelled),
             _ => None,
         }
     }
 
-    /// Whether the workflow ended (done or failed).
+    /// Whether the workflow ended (done, failed or cancelled).
     pub fn is_finished(self) -> bool {
-        matches!(self, Self::Done | Self::Failed)
+        matches!(self, Self::Done | Self::Failed | Self::Cancelled)
     }
 }
 
@@ -384,6 +391,13 @@ macro_rules! memory_trait {
             fn dead_letter_store(&self) -> Option<&dyn DynDeadLetterStore> {
                 None
             }
+
+            /// The store's [`WorkflowIndex`], when it keeps one: a workflow cancelled with its
+            /// children finds them there ([`crate::orchestration::cancel`]). `None` (the
+            /// default): the store lists no workflows.
+            fn workflow_index(&self) -> Option<&dyn DynWorkflowIndex> {
+                None
+            }
         }
 
         /// Object-safe [`Memory`]: every [`Memory`] is a `DynMemory`, and
@@ -407,6 +421,8 @@ macro_rules! memory_trait {
             fn answers_dyn(&self) -> Option<&dyn DynAnswers>;
             /// See [`Memory::dead_letter_store`].
             fn dead_letter_store_dyn(&self) -> Option<&dyn DynDeadLetterStore>;
+            /// See [`Memory::workflow_index`].
+            fn workflow_index_dyn(&self) -> Option<&dyn DynWorkflowIndex>;
         }
 
         impl<R: Send + Sync + 'static, M: Memory<R>> DynMemory<R> for M {
@@ -423,6 +439,9 @@ macro_rules! memory_trait {
             }
             fn dead_letter_store_dyn(&self) -> Option<&dyn DynDeadLetterStore> {
                 self.dead_letter_store()
+            }
+            fn workflow_index_dyn(&self) -> Option<&dyn DynWorkflowIndex> {
+                self.workflow_index()
             }
         }
 
@@ -444,6 +463,9 @@ macro_rules! memory_trait {
             fn dead_letter_store(&self) -> Option<&dyn DynDeadLetterStore> {
                 (**self).dead_letter_store_dyn()
             }
+            fn workflow_index(&self) -> Option<&dyn DynWorkflowIndex> {
+                (**self).workflow_index_dyn()
+            }
         }
 
         impl<R: Send + Sync + 'static, M: Memory<R>> Memory<R> for Arc<M> {
@@ -461,6 +483,9 @@ macro_rules! memory_trait {
             }
             fn dead_letter_store(&self) -> Option<&dyn DynDeadLetterStore> {
                 (**self).dead_letter_store()
+            }
+            fn workflow_index(&self) -> Option<&dyn DynWorkflowIndex> {
+                (**self).workflow_index()
             }
         }
     };

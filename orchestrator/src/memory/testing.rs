@@ -515,6 +515,31 @@ where
             );
         }
     }
+    a_cancelled_workflow_is_listed_without_its_timer(&make(Settings {
+        lease_ttl: Duration::from_secs(60),
+        retention: Retention::Keep,
+    }))
+    .await;
+}
+
+/// A waiting workflow written as cancelled (as a cancel request's step writes it): listed as
+/// `cancelled`, by the index the store hands out too, and its wake-up is gone.
+async fn a_cancelled_workflow_is_listed_without_its_timer<M: Memory<String> + WorkflowIndex>(m: &M) {
+    let subject = Subject::builder(ALPHA, "1.0.0", CLIENT).execution_id("cancel01-index").build().expect("s");
+    let id = subject.as_str();
+    let past = Some(SystemTime::now() - Duration::from_secs(1));
+    let waiting = WriteMeta { wake_at: past, status: WorkflowState::Waiting, ..WriteMeta::new(id, ALPHA) };
+    m.write(id, &"x".into(), None, None, &waiting).await.expect("write");
+    let cancelled = WriteMeta { status: WorkflowState::Cancelled, ..WriteMeta::new(id, ALPHA) };
+    m.write(id, &"y".into(), Some(1), None, &cancelled).await.expect("write");
+    let filter = WorkflowFilter { status: Some(WorkflowState::Cancelled), ..WorkflowFilter::new() };
+    let listed = m.list(&filter).await.expect("list");
+    assert_eq!(listed.items.len(), 1, "listed as cancelled");
+    assert_eq!(listed.items[0].status, WorkflowState::Cancelled);
+    if let Some(index) = m.workflow_index() {
+        assert_eq!(index.count_dyn(&filter).await.expect("count"), 1, "the index the store hands out");
+    }
+    assert!(m.claim_due(10, Duration::from_secs(5)).await.expect("claim").is_empty(), "its wake-up is gone");
 }
 
 const ALPHA: &str = "arvo.orc.index.alpha";

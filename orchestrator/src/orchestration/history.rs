@@ -68,6 +68,12 @@ fn state_line(record: &WorkflowRecord) -> String {
     if let super::ExecutionStatus::Failure { error } = &record.execution_status {
         let _ = write!(line, "  FAILED: {}: {}", error.error_name, error.error_message);
     }
+    if let super::ExecutionStatus::Cancelled { reason } = &record.execution_status {
+        line.push_str("  CANCELLED");
+        if let Some(reason) = reason {
+            let _ = write!(line, ": {reason}");
+        }
+    }
     line
 }
 

@@ -37,6 +37,8 @@ pub struct Lifecycle<S, M> {
     system_error_domains: Vec<Domain>,
     clock: Arc<dyn Clock>,
     wake_type: String,
+    /// The type of this orchestrator's cancel requests ([`super::cancel::cancel_type`]).
+    cancel_type: String,
     telemetry: Telemetry,
     kind: ExecutionKind,
     /// The store's own outbox, when events travel through it: each commit takes the outbox step.
@@ -89,6 +91,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
     /// system errors in the default domains (`[OrchestrationContext]`).
     pub fn new(core: S, memory: M) -> Self {
         let wake_type = wake_type(core.source());
+        let cancel_type = super::cancel::cancel_type(core.source());
         Self {
             core,
             memory,
@@ -97,6 +100,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             system_error_domains: DEFAULT_SYSTEM_ERROR_DOMAINS.to_vec(),
             clock: Arc::new(SystemClock),
             wake_type,
+            cancel_type,
             telemetry: Telemetry::default(),
             kind: ExecutionKind::Orchestrator,
             outbox: None,
@@ -283,7 +287,7 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             None => (None, None),
         };
         match record {
-            Some(r) if r.is_failed() || r.done => return Ok(Step::ignored(Vec::new())),
+            Some(r) if r.is_failed() || r.is_cancelled() || r.done => return Ok(Step::ignored(Vec::new())),
             Some(r) if r.last_consumed(event) => return Ok(Step::ignored(Vec::new())),
             // A second init of a running workflow (another event with the init's type) starts
             // nothing and writes nothing.
@@ -292,6 +296,10 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             _ => {}
         }
         let now = self.clock.now();
+        if let Some(r) = record.filter(|_| event.r#type() == self.cancel_type) {
+            let cancel = Cancel { event, subject, record: r, version, lease, now };
+            return self.cancel(cancel, exec).await;
+        }
         if is_wake && record.and_then(|r| r.wake_at_ms).is_none_or(|due| due > unix_ms(now)) {
             // A wake-up that is early or repeated: nothing is due.
             return Ok(Step::ignored(Vec::new()));
@@ -438,6 +446,72 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             let message = format!("Error writing state for event (subject={}): {e}", subject.as_str());
             store_violation(&e, TransactionCause::WriteFailure, message)
         })
+    }
+}
+
+/// A cancel request for an active workflow, under its lease.
+struct Cancel<'a> {
+    event: &'a Event,
+    subject: &'a Subject,
+    record: &'a WorkflowRecord,
+    version: Option<u64>,
+    lease: Option<&'a Lease>,
+    now: SystemTime,
+}
+
+impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
+    /// Ends an active workflow on a cancel request ([`super::cancel`]), without running the
+    /// core step: the cancelled record (no wake-up), journaled, and the events of the step (the
+    /// initiator's cancellation event, the children's cancel requests).
+    async fn cancel(&self, cancel: Cancel<'_>, exec: &Execution) -> Result<Step, Violation> {
+        let Cancel { event, subject, record, version, lease, now } = cancel;
+        let request = super::cancel::CancelRequest::from_data(event.data_value());
+        let payload =
+            crate::contract::SystemErrorPayload::new(super::cancel::CANCELLED_ERROR_NAME, request.message());
+        exec.orchestration_status(WorkflowState::Cancelled.as_str());
+        let parent_subject = record.parent_subject.as_deref();
+        let spec = SystemErrorSpec {
+            contract: self.core.system_error_contract(),
+            source: self.core.source(),
+            triggering_event: event,
+            parent_subject,
+            init_event_id: Some(&record.init_event_id),
+            initiator: Some(subject.initiator()),
+            executionunits: self.executionunits.as_ref(),
+            domains: &self.system_error_domains,
+            traceparent: exec.headers().traceparent(),
+            tracestate: exec.headers().tracestate(),
+        };
+        let mut events = system_error_events(&spec, &payload)?;
+        if request.children
+            && let Some(index) = self.memory.workflow_index()
+        {
+            let children = super::cancel::child_cancels(index, subject.as_str(), &request).await;
+            events.extend(children.map_err(|e| {
+                let message =
+                    format!("Error listing the children of workflow (subject={}): {e}", subject.as_str());
+                store_violation(&e, TransactionCause::ReadFailure, message)
+            })?);
+        }
+        let cancelled = WorkflowRecord {
+            execution_status: ExecutionStatus::Cancelled { reason: request.reason },
+            last_event_id: Some(event.id().to_owned()),
+            last_event_source: Some(event.source().to_owned()),
+            wake_at_ms: None,
+            ..record.clone()
+        };
+        let meta = Meta {
+            subject,
+            parent_subject,
+            source: self.core.source(),
+            event,
+            now,
+            wake_at: None,
+            status: cancelled.workflow_state(),
+        };
+        let write = Write { record: cancelled, prev: version, lease, finished: false };
+        self.commit(subject, write, &meta.with(&events), exec).await?;
+        Ok(Step { events, committed: true })
     }
 }
 

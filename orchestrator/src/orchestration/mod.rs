@@ -7,8 +7,8 @@
 //! * [`Resumable`]: the imperative, resumable orchestrator (Arvo's `ArvoResumable`), core
 //!   [`ResumableCore`](resumable::ResumableCore).
 //!
-//! Beside them: durable timers ([`timers`]), a workflow's history ([`history`]) and replay
-//! ([`replay`]). The events the orchestrators emit are built in [`crate::emit`]; incoming events
+//! Beside them: durable timers ([`timers`]), cancellation ([`cancel`]), a workflow's history
+//! ([`history`]) and replay ([`replay`]). The events the orchestrators emit are built in [`crate::emit`]; incoming events
 //! are resolved against their contracts in [`contract`](mod@crate::contract).
 //!
 //! # The lifecycle ([`Lifecycle::execute`])
@@ -21,8 +21,9 @@
 //! | 2 | the subject's orchestrator name ≠ the handler source | `Ok([])` (another orchestrator's event) |
 //! | 3 | [`Memory::acquire`](crate::memory::Memory::acquire): one attempt at the lease ([`Locking::Always`], the default), the [`WorkflowRecord`] and the journal's answer to the event, in one call | denied → [`Violation::Transaction`] `LOCK_UNACQUIRED` (the dispatcher retries it later); error → `LOCK_FAILURE` |
 //! | 4 | the workflow already consumed this event (same source and id) | the events it produced then, without running |
-//! | 5 | failure latch set, workflow done, the event is the last one consumed, or a second init of a running workflow | `Ok([])`, nothing written |
+//! | 5 | failure latch set, workflow done or cancelled, the event is the last one consumed, or a second init of a running workflow | `Ok([])`, nothing written |
 //! | 6 | no record and not an init event | `Ok([])` |
+//! | 6b | a cancel request (`<source>.cancel`, [`cancel`]) | instead of step 7: the cancelled record, the initiator's cancellation event, the children's cancel requests |
 //! | 7 | the [`CoreStep`] | a violation is returned, nothing is persisted |
 //! | 8 | [`Memory::commit`](crate::memory::Memory::commit): compare-and-swap against the version read (`None` for a new workflow), fenced by the lease, with the journal entry, the next wake-up, the retention of a finished workflow, the outbox step ([`Lifecycle::with_outbox`]) and the release of the lease, in one call | error → `WRITE_FAILURE` |
 //! | 9 | when nothing was committed: release the lease (errors are ignored: leases expire) | — |
@@ -58,6 +59,7 @@
 //!   redelivered init event then starts a new workflow, so every store keeps finished workflows
 //!   by default ([`Retention::Keep`](crate::memory::Retention::Keep)).
 
+pub mod cancel;
 mod definitions;
 pub mod history;
 mod lifecycle;
@@ -99,6 +101,12 @@ pub enum ExecutionStatus {
         /// What failed.
         error: SystemErrorPayload,
     },
+    /// Ended by a cancel request ([`cancel`]): later events are ignored.
+    Cancelled {
+        /// Why, as the request said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 /// The persisted state of one workflow, keyed by its subject: the same record for every kind of
@@ -139,8 +147,13 @@ impl WorkflowRecord {
         matches!(self.execution_status, ExecutionStatus::Failure { .. })
     }
 
+    /// Whether a cancel request ended the workflow ([`cancel`]).
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.execution_status, ExecutionStatus::Cancelled { .. })
+    }
+
     /// Where the workflow stands: [`Failed`](WorkflowState::Failed) when the failure latch is
-    /// set, else [`Done`](WorkflowState::Done) when it reached its end, else
+    /// set, [`Cancelled`](WorkflowState::Cancelled) when a cancel request ended it, else [`Done`](WorkflowState::Done) when it reached its end, else
     /// [`Waiting`](WorkflowState::Waiting) when it has a durable timer, else
     /// [`Active`](WorkflowState::Active). The one rule: the lifecycle writes it
     /// ([`WriteMeta::status`](crate::memory::WriteMeta::status)) and
@@ -148,6 +161,8 @@ impl WorkflowRecord {
     pub fn workflow_state(&self) -> WorkflowState {
         if self.is_failed() {
             WorkflowState::Failed
+        } else if self.is_cancelled() {
+            WorkflowState::Cancelled
         } else if self.done {
             WorkflowState::Done
         } else if self.wake_at_ms.is_some() {

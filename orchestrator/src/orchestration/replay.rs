@@ -56,6 +56,9 @@ pub struct Replayed {
     pub done: bool,
     /// Whether the workflow was latched by a failure at that point.
     pub failed: bool,
+    /// Whether a cancel request had ended the workflow at that point
+    /// ([`crate::orchestration::cancel`]; its step is taken from the journal, not re-run).
+    pub cancelled: bool,
     /// How many executions were re-run.
     pub steps: usize,
 }
@@ -162,8 +165,15 @@ impl<S: CoreStep, M> Lifecycle<S, M> {
         let parsed = Subject::parse(subject)
             .map_err(|source| ReplayError::Subject { subject: subject.to_owned(), source })?;
         let read_error = |source| ReplayError::Journal { subject: subject.to_owned(), source };
-        let mut replayed =
-            Replayed { version: 0, at: None, state: Value::Null, done: false, failed: false, steps: 0 };
+        let mut replayed = Replayed {
+            version: 0,
+            at: None,
+            state: Value::Null,
+            done: false,
+            failed: false,
+            cancelled: false,
+            steps: 0,
+        };
         let mut context: Option<(Option<String>, String)> = None;
         if let Some(version) = from {
             let entry = journal
@@ -177,6 +187,7 @@ impl<S: CoreStep, M> Lifecycle<S, M> {
                 state: entry.record.state.clone(),
                 done: entry.record.done,
                 failed: entry.record.is_failed(),
+                cancelled: entry.record.is_cancelled(),
                 steps: 0,
             };
             context = Some((entry.record.parent_subject.clone(), entry.record.init_event_id.clone()));
@@ -199,12 +210,20 @@ impl<S: CoreStep, M> Lifecycle<S, M> {
                 if entry.version != replayed.version + 1 {
                     return Err(inconsistent(format!("expected version {}", replayed.version + 1)));
                 }
-                if replayed.done || replayed.failed {
+                if replayed.done || replayed.failed || replayed.cancelled {
                     return Err(inconsistent("an entry after the workflow ended".to_owned()));
                 }
                 let Some(event) = &entry.consumed else {
                     return Err(inconsistent("the entry has no consumed event".to_owned()));
                 };
+                if entry.record.is_cancelled() {
+                    // A cancellation runs no core step: the journal's record is the outcome.
+                    replayed.cancelled = true;
+                    replayed.state = entry.record.state.clone();
+                    replayed.version = entry.version;
+                    replayed.at = Some(entry.at);
+                    continue;
+                }
                 let (parent, init_id) = context.get_or_insert_with(|| {
                     (entry.record.parent_subject.clone(), entry.record.init_event_id.clone())
                 });

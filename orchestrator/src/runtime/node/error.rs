@@ -80,6 +80,9 @@ pub enum NodeError {
     /// The worker pools could not start.
     #[error("worker pools: {0}")]
     Pool(#[from] crate::runtime::pool::PoolError),
+    /// The cancel request could not be built (the subject is not a workflow's).
+    #[error(transparent)]
+    Cancel(#[from] crate::orchestration::cancel::CancelError),
     /// The node was shut down.
     #[error("the node is shut down")]
     ShutDown,

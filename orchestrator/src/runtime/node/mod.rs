@@ -86,6 +86,7 @@ use super::{DeadLetter, Dispatcher};
 use crate::event::Event;
 use crate::memory::Memory;
 use crate::orchestration::WorkflowRecord;
+use crate::orchestration::cancel::CancelRequest;
 use crate::orchestration::timers::TimerTask;
 use crate::outbox::DynOutbox;
 use crate::transport::Transport;
@@ -147,6 +148,27 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> Node<M, T> {
             outbox.release_dyn(&[id.as_str()]).await?;
         }
         Ok(subject)
+    }
+
+    /// Cancels workflow `subject` (and, with [`CancelRequest::with_children`], its running
+    /// child workflows): publishes its cancel request
+    /// ([`cancel_event`](crate::orchestration::cancel::cancel_event)), through the store's
+    /// outbox on a durable node, like [`Node::start`]. It returns once the request is published;
+    /// the workflow's initiator then gets its cancellation event ([`Node::wait`] returns it for
+    /// a client of this node) and its status becomes [`WorkflowStatus::Cancelled`]. A workflow
+    /// that already ended, or that the store does not know, is left as it is. See
+    /// [`crate::orchestration::cancel`].
+    pub async fn cancel(&self, subject: &str, request: CancelRequest) -> Result<(), NodeError> {
+        let event = crate::orchestration::cancel::cancel_event(subject, &request)?;
+        let id = event.id().to_owned();
+        if let Some(outbox) = &self.outbox {
+            outbox.advance_dyn(None, std::slice::from_ref(&event)).await?;
+        }
+        self.transport.publish(vec![event]).await?;
+        if let Some(outbox) = self.outbox.as_ref().filter(|_| self.released_on_publish) {
+            outbox.release_dyn(&[id.as_str()]).await?;
+        }
+        Ok(())
     }
 
     /// Waits for the completion of workflow `subject` (its `arvo.orc.<name>.done` event, or the

@@ -23,6 +23,12 @@ pub enum WorkflowStatus {
         /// The error it failed with.
         error: SystemErrorPayload,
     },
+    /// Cancelled ([`crate::orchestration::cancel`]): its timers are dropped and it ignores
+    /// later events.
+    Cancelled {
+        /// Why, as the cancel request said.
+        reason: Option<String>,
+    },
 }
 
 impl WorkflowStatus {
@@ -32,6 +38,9 @@ impl WorkflowStatus {
         match (record.workflow_state(), &record.execution_status, record.wake_at_ms) {
             (WorkflowState::Failed, ExecutionStatus::Failure { error }, _) => {
                 Self::Failed { error: error.clone() }
+            }
+            (WorkflowState::Cancelled, ExecutionStatus::Cancelled { reason }, _) => {
+                Self::Cancelled { reason: reason.clone() }
             }
             (WorkflowState::Done, ..) => Self::Done,
             (WorkflowState::Waiting, _, Some(ms)) => Self::Waiting { until: from_unix_ms(ms) },
@@ -46,12 +55,13 @@ impl WorkflowStatus {
             Self::Waiting { .. } => WorkflowState::Waiting,
             Self::Done => WorkflowState::Done,
             Self::Failed { .. } => WorkflowState::Failed,
+            Self::Cancelled { .. } => WorkflowState::Cancelled,
         }
     }
 
-    /// Whether the workflow ended (done or failed).
+    /// Whether the workflow ended (done, failed or cancelled).
     pub fn is_finished(&self) -> bool {
-        matches!(self, Self::Done | Self::Failed { .. })
+        matches!(self, Self::Done | Self::Failed { .. } | Self::Cancelled { .. })
     }
 }
 
@@ -62,6 +72,8 @@ impl std::fmt::Display for WorkflowStatus {
             Self::Waiting { until } => write!(f, "waiting until {}", crate::event::time::format_utc(*until)),
             Self::Done => f.write_str("done"),
             Self::Failed { error } => write!(f, "failed: {}: {}", error.error_name, error.error_message),
+            Self::Cancelled { reason: None } => f.write_str("cancelled"),
+            Self::Cancelled { reason: Some(reason) } => write!(f, "cancelled: {reason}"),
         }
     }
 }
@@ -111,9 +123,22 @@ mod tests {
             WorkflowStatus::of(&record(false, false, Some(5))),
             WorkflowStatus::Waiting { until: from_unix_ms(5) }
         );
-        for state in
-            [WorkflowState::Active, WorkflowState::Waiting, WorkflowState::Done, WorkflowState::Failed]
-        {
+        let cancelled = WorkflowRecord {
+            execution_status: ExecutionStatus::Cancelled { reason: Some("late".into()) },
+            ..record(false, false, None)
+        };
+        assert_eq!(cancelled.workflow_state(), WorkflowState::Cancelled);
+        let status = WorkflowStatus::of(&cancelled);
+        assert_eq!(status, WorkflowStatus::Cancelled { reason: Some("late".into()) });
+        assert!(status.is_finished() && status.state().is_finished());
+        assert_eq!(status.to_string(), "cancelled: late");
+        for state in [
+            WorkflowState::Active,
+            WorkflowState::Waiting,
+            WorkflowState::Done,
+            WorkflowState::Failed,
+            WorkflowState::Cancelled,
+        ] {
             assert_eq!(WorkflowState::parse(state.as_str()), Some(state));
             assert_eq!(state.to_string(), state.as_str());
         }
