@@ -482,7 +482,8 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             traceparent: exec.headers().traceparent(),
             tracestate: exec.headers().tracestate(),
         };
-        let mut events = system_error_events(&spec, &payload)?;
+        let limit = crate::event::effective_limit(self.max_event_bytes);
+        let mut events = system_error_events_within(&spec, &payload, limit)?;
         if request.children
             && let Some(index) = self.memory.workflow_index()
         {
