@@ -3,21 +3,22 @@
 //! by `Node::signal` and, sent raw, is a contract violation that changes nothing; a signal to an
 //! unknown or finished workflow changes nothing; `Node::workflow` shows the status, the typed
 //! context and the active states; notifications reach their handler and nobody waits for a
-//! reply.
+//! reply. A resumable receives a signal and sends notifications the same way.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use orchestrator::machine::{Machine, MachineError, MachineInstance};
 use orchestrator::memory::InMemory;
-use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
+use orchestrator::orchestration::resumable::{ResumableInput, ResumableOutput};
+use orchestrator::orchestration::{Orchestrator, Resumable, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator::runtime::{DeadLetterReason, Node, NodeError, WorkflowStatus, WorkflowView};
 use orchestrator::subject::Subject;
 use orchestrator::transport::{InProcessTransport, Transport};
 use orchestrator_examples::review::{
-    AuditEntry, AuditTrail, Decision, DecisionV1, ReviewContext, ReviewFlow, ReviewFlowEvent, ReviewFlowState,
-    ReviewRequest, ReviewV1,
+    AuditEntry, AuditLogV1, AuditTrail, Decision, DecisionV1, ReviewContext, ReviewFlow, ReviewFlowEvent,
+    ReviewFlowState, ReviewOutcome, ReviewRequest, ReviewV1,
 };
 use serde_json::json;
 
@@ -133,15 +134,22 @@ async fn a_signal_to_an_unknown_or_finished_workflow_changes_nothing() {
 
     let subject = node.start(init("a.txt")).await.expect("started");
     started(&node, &subject).await;
-    node.signal::<DecisionV1>(&subject, Decision { approved: false, by: "bo".to_owned() }).await.expect("sent");
+    node.signal::<DecisionV1>(&subject, Decision { approved: false, by: "bo".to_owned() })
+        .await
+        .expect("sent");
     node.wait(&subject).await;
     let finished = node.workflow(&subject).await.expect("read").expect("kept");
-    node.signal::<DecisionV1>(&subject, Decision { approved: true, by: "cy".to_owned() }).await.expect("sent");
+    node.signal::<DecisionV1>(&subject, Decision { approved: true, by: "cy".to_owned() })
+        .await
+        .expect("sent");
     node.transport().wait_idle().await;
 
     assert_eq!(node.workflow(unknown.as_str()).await.expect("read"), None);
     assert_eq!(node.workflow(&subject).await.expect("read").expect("kept"), finished);
-    assert_eq!(finished.context::<ReviewContext>().expect("context").decision.map(|d| d.by), Some("bo".to_owned()));
+    assert_eq!(
+        finished.context::<ReviewContext>().expect("context").decision.map(|d| d.by),
+        Some("bo".to_owned())
+    );
     assert_eq!(audit.notes(&subject), ["review of a.txt requested", "a.txt rejected by bo"]);
     assert!(node.take_dead_letters().is_empty());
     node.shutdown().await;
@@ -159,7 +167,11 @@ fn a_signal_is_a_typed_event_of_the_machine() {
 
     let subject = Subject::builder("arvo.orc.review", "1.0.0", CLIENT).build().expect("subject");
     let signal = EventFactory::<DecisionV1>::new()
-        .signal(Decision { approved: true, by: "ana".to_owned() }, subject.as_str(), Event::builder().source(CLIENT))
+        .signal(
+            Decision { approved: true, by: "ana".to_owned() },
+            subject.as_str(),
+            Event::builder().source(CLIENT),
+        )
         .expect("a signal");
     assert_eq!(signal.to(), Some("arvo.orc.review"));
     let typed = <ReviewFlow as Machine>::decode(&signal).expect("decoded");
@@ -189,4 +201,69 @@ fn the_contracts_list_signals_and_notifications() {
     assert_eq!(json["notifications"]["audit"]["accepts"]["type"], "com.audit.log");
     assert_eq!(ReviewFlow::signals()[0].name, "decision");
     assert_eq!(ReviewFlow::notifications()[0].name, "audit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumable_receives_a_signal_and_sends_notifications() {
+    let audit = AuditTrail::new();
+    let store = Arc::new(Store::default());
+    let review = Resumable::builder(Arc::clone(&store))
+        .version(|input: ResumableInput<ReviewV1, String>| async move {
+            if let Some(init) = input.init {
+                let note = AuditEntry { note: format!("review of {} requested", init.document) };
+                return Ok(ResumableOutput::wait().context(init.document).notify::<AuditLogV1>(note));
+            }
+            let document = input.context.clone().ok_or("no context")?;
+            let Some(decision) = input.signal::<DecisionV1>()? else { return Ok(ResumableOutput::wait()) };
+            let note = AuditEntry { note: format!("{document} decided by {}", decision.by) };
+            Ok(ResumableOutput::complete(ReviewOutcome {
+                document,
+                approved: decision.approved,
+                by: decision.by,
+            })
+            .notify::<AuditLogV1>(note))
+        })
+        .signal::<DecisionV1>()
+        .notification::<AuditLogV1>();
+    let node = Node::builder(Arc::clone(&store))
+        .service(audit.handler().expect("the audit handler"))
+        .resumable(review)
+        .client(CLIENT)
+        .build()
+        .await
+        .expect("a node");
+    let subject = node.start(init("memo")).await.expect("started");
+    let view = started(&node, &subject).await;
+    assert_eq!(view.context::<String>().expect("the resumable's context"), "memo");
+    assert!(view.active_paths().is_empty());
+
+    // Refused data, sent raw: a contract violation, nothing changes.
+    let raw = Event::builder()
+        .source(CLIENT)
+        .subject(subject.as_str())
+        .to("arvo.orc.review")
+        .r#type("com.review.decision")
+        .dataschema("#/review/decision/1.0.0")
+        .data_json(json!({ "approved": true, "by": "" }))
+        .build()
+        .expect("a raw event");
+    node.transport().publish(vec![raw]).await.expect("published");
+    node.transport().wait_idle().await;
+    let dead = node.take_dead_letters();
+    assert!(
+        matches!(&dead[..], [d] if matches!(d.reason, DeadLetterReason::Violation(Violation::Contract { .. }))),
+        "{dead:?}"
+    );
+    assert_eq!(node.workflow(&subject).await.expect("read").expect("kept"), view);
+
+    node.signal::<DecisionV1>(&subject, Decision { approved: true, by: "ana".to_owned() })
+        .await
+        .expect("sent");
+    let done = node.wait(&subject).await;
+    assert_eq!(done.data_value(), &json!({ "document": "memo", "approved": true, "by": "ana" }));
+    node.transport().wait_idle().await;
+    assert_eq!(audit.notes(&subject), ["review of memo requested", "memo decided by ana"]);
+    assert_eq!(node.workflow(&subject).await.expect("read").expect("kept").status(), &WorkflowStatus::Done);
+    assert!(node.take_dead_letters().is_empty());
+    node.shutdown().await;
 }

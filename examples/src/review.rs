@@ -4,9 +4,9 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use orchestrator::violation::Violation;
 use orchestrator::handler::service::{ServiceHandler, ServiceInput};
 use orchestrator::prelude::*;
+use orchestrator::violation::Violation;
 
 /// Starts a review.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -145,10 +145,17 @@ impl<V: ContractVersion> EventFactory<V> {
     /// assert_eq!(event.dataschema(), Some("#/approve/1.0.0"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn signal(&self, payload: V::Accepts, subject: &str, base: EventBuilder) -> Result<Event, FactoryError> {
+    pub fn signal(
+        &self,
+        payload: V::Accepts,
+        subject: &str,
+        base: EventBuilder,
+    ) -> Result<Event, FactoryError> {
         let vc = V::versioned();
-        let parsed = Subject::parse(subject)
-            .map_err(|source| FactoryError::Subject { event_type: vc.accepts().event_type().to_owned(), source })?;
+        let parsed = Subject::parse(subject).map_err(|source| FactoryError::Subject {
+            event_type: vc.accepts().event_type().to_owned(),
+            source,
+        })?;
         let base = base.to(parsed.orchestrator_name()).orchestration_subject(&parsed);
         self.accepts(payload, base)
     }

@@ -116,7 +116,11 @@ fn event_enum(model: &Model, n: &Names) -> TokenStream {
         let doc = if ev.signal {
             format!(" `{}`: signal `{}`.", payload.to_token_stream(), model.signals[ev.service].key)
         } else {
-            format!(" `{}` emitted by service `{}`.", payload.to_token_stream(), model.services[ev.service].key)
+            format!(
+                " `{}` emitted by service `{}`.",
+                payload.to_token_stream(),
+                model.services[ev.service].key
+            )
         };
         let konst = format_ident!("__EVENT_{}", i);
         variants.push(quote!(#[doc = #doc] #variant(#payload)));

@@ -53,9 +53,7 @@ pub(crate) fn declare(
             cx.error_spanned_by(&key, format!("duplicate {what} `{text}`"));
             continue;
         }
-        if let Some((other, _)) =
-            taken.iter().find(|(_, list)| list.iter().any(|s| s.key.unraw() == text))
-        {
+        if let Some((other, _)) = taken.iter().find(|(_, list)| list.iter().any(|s| s.key.unraw() == text)) {
             cx.error_spanned_by(
                 &key,
                 format!(
@@ -153,8 +151,8 @@ pub(crate) fn expand_decode(model: &Model, event: &Ident) -> TokenStream {
     let mut out = TokenStream::new();
     for (si, s) in model.signals.iter().enumerate() {
         let ty = &s.ty;
-        let typed = model.events.iter().enumerate().filter(|(_, e)| e.signal && e.service == si).map(
-            |(i, e)| {
+        let typed =
+            model.events.iter().enumerate().filter(|(_, e)| e.signal && e.service == si).map(|(i, e)| {
                 let konst = format_ident!("__EVENT_{}", i);
                 let variant = &e.variant;
                 let payload = &e.payload;
@@ -164,8 +162,7 @@ pub(crate) fn expand_decode(model: &Model, event: &Ident) -> TokenStream {
                             .map(#event::#variant);
                     }
                 }
-            },
-        );
+            });
         out.extend(quote! {
             if __t == <#ty as ::orchestrator::contract::ContractVersion>::TYPE
                 && ::orchestrator::machine::__private::is_from::<#ty>(event)

@@ -28,8 +28,22 @@ use crate::ctxt::Ctxt;
 use crate::shared::closest;
 
 const MACHINE_KEYS: &[&str] = &[
-    "version", "contract", "services", "signals", "notifications", "context", "init", "output", "type",
-    "initial", "states", "entry", "exit", "on", "always", "after",
+    "version",
+    "contract",
+    "services",
+    "signals",
+    "notifications",
+    "context",
+    "init",
+    "output",
+    "type",
+    "initial",
+    "states",
+    "entry",
+    "exit",
+    "on",
+    "always",
+    "after",
 ];
 const STATE_KEYS: &[&str] =
     &["type", "initial", "states", "entry", "exit", "on", "always", "after", "on_done"];
@@ -131,8 +145,7 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
         }
     }
     // After the services, whose keys they may not reuse; before the states, which use them.
-    lw.signals =
-        signals::declare(lw.cx, signals::Kind::Signal, signal_list, &[("service", &lw.services)]);
+    lw.signals = signals::declare(lw.cx, signals::Kind::Signal, signal_list, &[("service", &lw.services)]);
     lw.notifications = signals::declare(
         lw.cx,
         signals::Kind::Notification,
@@ -153,7 +166,16 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
     lw.name_types();
 
     let Lowerer {
-        nodes, services, signals, notifications, events, guards, actions, delays, tree_reliable, ..
+        nodes,
+        services,
+        signals,
+        notifications,
+        events,
+        guards,
+        actions,
+        delays,
+        tree_reliable,
+        ..
     } = lw;
     Checked {
         model: Model {

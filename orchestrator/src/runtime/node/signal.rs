@@ -24,7 +24,11 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> Node<M, T> {
     /// A payload the contract refuses, or a subject that is no orchestration subject, is
     /// [`NodeError::Signal`]. A workflow that is unknown, finished or does not declare the
     /// signal ignores it (an undeclared one is a dead letter).
-    pub async fn signal<V: ContractVersion>(&self, subject: &str, payload: V::Accepts) -> Result<String, NodeError> {
+    pub async fn signal<V: ContractVersion>(
+        &self,
+        subject: &str,
+        payload: V::Accepts,
+    ) -> Result<String, NodeError> {
         let source = self.clients.first().map_or(SIGNAL_SOURCE, String::as_str);
         let event = EventFactory::<V>::new()
             .signal(payload, subject, Event::builder().source(source))

@@ -84,7 +84,8 @@ impl WorkflowView {
     pub fn state<M: Machine>(&self) -> Result<M::State, ViewError> {
         let snapshot = Snapshot::<M::Context>::deserialize(&self.record.state)
             .map_err(|e| self.error::<M::State>("machine state", e))?;
-        let instance = MachineInstance::<M>::restore(snapshot).map_err(|e| self.error::<M::State>("machine state", e))?;
+        let instance = MachineInstance::<M>::restore(snapshot)
+            .map_err(|e| self.error::<M::State>("machine state", e))?;
         Ok(instance.state())
     }
 
