@@ -133,11 +133,11 @@ impl<V: ContractVersion> EventFactory<V> {
     ///     pub contract Approve { uri: "#/approve", type: "com.approval.decision",
     ///         versions: { ApproveV1 = "1.0.0" { accepts: Decision, emits: {} } } }
     /// }
-    /// let subject = Subject::builder("arvo.orc.loan", "1.0.0", "com.client").build()?;
+    /// let subject = Subject::builder("arvo.orc.loan", "1.0.0", "com.example.client").build()?;
     /// let event = EventFactory::<ApproveV1>::new().signal(
     ///     Decision { approved: true },
     ///     subject.as_str(),
-    ///     Event::builder().source("com.client"),
+    ///     Event::builder().source("com.example.client"),
     /// )?;
     /// assert_eq!(event.r#type(), "com.approval.decision");
     /// assert_eq!(event.to(), Some("arvo.orc.loan"));

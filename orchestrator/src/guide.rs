@@ -171,7 +171,7 @@
 //! pub struct Decision { pub approved: bool }
 //!
 //! orchestrator::contract! { // what the app sends: a signal
-//!     pub contract DecisionSignal { uri: "#/acme/decision", type: "acme.decision",
+//!     pub contract DecisionSignal { uri: "#/acme/decision", type: "com.acme.decision",
 //!         versions: { DecisionV1 = "1.0.0" { accepts: Decision, emits: {} } } }
 //! }
 //! orchestrator::orchestrator_contract! {

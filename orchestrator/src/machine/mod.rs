@@ -364,7 +364,7 @@
 //! pub struct Decision { pub approved: bool }
 //!
 //! orchestrator::contract! {
-//!     pub contract Approve { uri: "#/approve", type: "com.approve",
+//!     pub contract Approve { uri: "#/approve", type: "com.acme.approve",
 //!         versions: { ApproveV1 = "1.0.0" { accepts: Decision, emits: {} } } }
 //! }
 //!
@@ -386,9 +386,9 @@
 //! }
 //!
 //! let (mut m, _) = MachineInstance::<Gate>::start(Start {})?;
-//! let subject = Subject::builder("arvo.orc.flow", "1.0.0", "com.client").build()?;
+//! let subject = Subject::builder("arvo.orc.flow", "1.0.0", "com.example.client").build()?;
 //! let signal = EventFactory::<ApproveV1>::new()
-//!     .signal(Decision { approved: true }, subject.as_str(), Event::builder().source("com.client"))?;
+//!     .signal(Decision { approved: true }, subject.as_str(), Event::builder().source("com.example.client"))?;
 //! m.send_wire(&signal)?;
 //! assert_eq!(m.output(), Some(Done { approved: true }));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -419,7 +419,7 @@
 //! pub struct Audit { pub note: String }
 //!
 //! orchestrator::contract! {
-//!     pub contract AuditLog { uri: "#/audit", type: "com.audit",
+//!     pub contract AuditLog { uri: "#/audit", type: "com.acme.audit",
 //!         versions: { AuditLogV1 = "1.0.0" { accepts: Audit, emits: {} } } }
 //! }
 //!
@@ -440,7 +440,7 @@
 //!
 //! // The notification is sent and the machine does not wait: it is done already.
 //! let (m, requests) = MachineInstance::<Noted>::start(Start {})?;
-//! assert_eq!((requests[0].service, requests[0].event_type), ("audit", "com.audit"));
+//! assert_eq!((requests[0].service, requests[0].event_type), ("audit", "com.acme.audit"));
 //! assert!(m.is_done());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
