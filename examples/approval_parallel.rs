@@ -269,11 +269,13 @@ async fn question_for(
     subject: &str,
 ) -> Result<Event, Box<dyn std::error::Error>> {
     for _ in 0..1_000 {
-        let mut inbox = questions.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(i) = inbox.iter().position(|q| q.subject() == subject) {
-            return Ok(inbox.remove(i));
+        let found = {
+            let mut inbox = questions.lock().unwrap_or_else(PoisonError::into_inner);
+            inbox.iter().position(|q| q.subject() == subject).map(|i| inbox.remove(i))
+        };
+        if let Some(question) = found {
+            return Ok(question);
         }
-        drop(inbox);
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
     Err(format!("no question for workflow {subject}").into())
