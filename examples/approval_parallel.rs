@@ -1,31 +1,33 @@
 //! Arvo's human-approval example (X2): a `machine!` workflow first asks a human for approval
-//! (a request to the `com.human.approval` contract, whose domain is `human.interaction`), waits
-//! for the answer, then — if approved — calls the add and mul services in parallel (a
-//! `type: parallel` state with one region per call) and completes with the sum and the product;
-//! a rejection ends in a final `rejected` state whose output explains it.
+//! (an `ask` **notification** to the `com.human.approval` contract, whose domain is
+//! `human.interaction`), waits for the human's decision, a **signal** (`com.human.decision`),
+//! then — if approved — calls the add and mul services in parallel (a `type: parallel` state with
+//! one region per call) and completes with the sum and the product; a rejection ends in a final
+//! `rejected` state whose output explains it. Every decision is recorded by an `audit`
+//! notification, which a local audit handler receives; the workflow never waits for it.
 //!
-//! One [`Node`] runs the workflow and the services. The approval request carries the domain
-//! `human.interaction`, so the node does not publish it: it hands it to its `on_domained`
-//! callback, which plays the human and publishes the answer through the node's transport. Two
-//! workflows run: one the human approves, one it rejects.
+//! One [`Node`] runs the workflow, the services and the audit log. The question carries the
+//! domain `human.interaction`, so the node does not publish it: it hands it to its `on_domained`
+//! callback, the human's inbox. The human reads the workflow with `node.workflow(..)` and answers
+//! with `node.signal::<DecisionV1>(subject, decision)`. Two workflows run: one the human
+//! approves, one it rejects.
 //!
 //! Run with `cargo run --example approval_parallel`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use orchestrator::domain::Domain;
-use orchestrator::machine::{MachineInstance, Snapshot};
-use orchestrator::memory::{InMemory, InMemoryConfig, Memory, Retention};
+use orchestrator::handler::service::{ServiceHandler, ServiceInput};
+use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator::runtime::{DomainedEvent, Node, WorkflowStatus};
-use orchestrator::transport::{InProcessConfig, InProcessTransport, Transport};
+use orchestrator::transport::InProcessConfig;
+use orchestrator::violation::Violation;
 use orchestrator_examples::calculator::{AddV1, MulV1, Operands, Product, Sum, services};
 
 /// The source of the client starting the workflows.
 const CLIENT: &str = "com.example.client";
-/// The source of the human's answers.
-const HUMAN: &str = "com.human.approver";
 
 /// What the human is asked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -41,18 +43,45 @@ pub struct Decision {
     pub approved: bool,
 }
 
+/// An entry of the audit log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AuditEntry {
+    /// What happened.
+    pub note: String,
+}
+
 orchestrator::contract! {
-    /// A human approval: accepts `com.human.approval`, emits `evt.human.approval.success`. Its
-    /// domain routes requests to whatever serves human interactions, not to the local node.
+    /// A question to a human: accepts `com.human.approval` and emits nothing (a notification:
+    /// the answer comes back as a signal). Its domain routes it to whatever serves human
+    /// interactions, not to the local node.
     pub contract Approval {
         uri: "#/human/approval",
         type: "com.human.approval",
         domain: "human.interaction",
         versions: {
-            ApprovalV1 = "1.0.0" {
-                accepts: ApprovalQuestion,
-                emits: { "evt.human.approval.success" => Decision },
-            },
+            ApprovalV1 = "1.0.0" { accepts: ApprovalQuestion, emits: {} },
+        },
+    }
+}
+
+orchestrator::contract! {
+    /// The human's decision, sent to the running workflow: a signal.
+    pub contract DecisionSignal {
+        uri: "#/human/decision",
+        type: "com.human.decision",
+        versions: {
+            DecisionV1 = "1.0.0" { accepts: Decision, emits: {} },
+        },
+    }
+}
+
+orchestrator::contract! {
+    /// The audit log: a notification, no reply expected.
+    pub contract AuditLog {
+        uri: "#/audit/log",
+        type: "com.audit.log",
+        versions: {
+            AuditLogV1 = "1.0.0" { accepts: AuditEntry, emits: {} },
         },
     }
 }
@@ -112,19 +141,21 @@ pub struct Gate {
 }
 
 fn ask_human(ctx: &mut Gate, _: &GatedFlowEvent, out: &mut GatedFlowOutbox<'_>) {
-    out.approval(ApprovalQuestion {
+    out.ask(ApprovalQuestion {
         question: format!("May {} compute {} + {} and {} * {}?", ctx.requester, ctx.a, ctx.b, ctx.a, ctx.b),
     });
 }
 
-fn record_decision(ctx: &mut Gate, event: &GatedFlowEvent, _: &mut GatedFlowOutbox<'_>) {
-    if let GatedFlowEvent::ApprovalDecision(d) = event {
+fn record_decision(ctx: &mut Gate, event: &GatedFlowEvent, out: &mut GatedFlowOutbox<'_>) {
+    if let GatedFlowEvent::Decision(d) = event {
         ctx.approved = Some(d.approved);
+        let verdict = if d.approved { "approved" } else { "rejected" };
+        out.audit(AuditEntry { note: format!("{}'s request {verdict}", ctx.requester) });
     }
 }
 
 fn is_approved(_: &Gate, event: &GatedFlowEvent) -> bool {
-    matches!(event, GatedFlowEvent::ApprovalDecision(Decision { approved: true }))
+    matches!(event, GatedFlowEvent::Decision(Decision { approved: true }))
 }
 
 fn ask_add(ctx: &mut Gate, _: &GatedFlowEvent, out: &mut GatedFlowOutbox<'_>) {
@@ -139,7 +170,7 @@ fn store(ctx: &mut Gate, event: &GatedFlowEvent, _: &mut GatedFlowOutbox<'_>) {
     match event {
         GatedFlowEvent::AddSum(s) => ctx.sum = Some(s.sum),
         GatedFlowEvent::MulProduct(p) => ctx.product = Some(p.product),
-        GatedFlowEvent::ApprovalError(e) | GatedFlowEvent::AddError(e) | GatedFlowEvent::MulError(e) => {
+        GatedFlowEvent::AddError(e) | GatedFlowEvent::MulError(e) => {
             ctx.error = Some(format!("{}: {}", e.error_name, e.error_message));
         }
         _ => {}
@@ -159,10 +190,12 @@ fn output(ctx: &Gate) -> GatedOutput {
 }
 
 orchestrator::machine! {
-    /// Asks a human, then adds and multiplies in parallel.
+    /// Asks a human, waits for the decision signal, then adds and multiplies in parallel.
     pub machine GatedFlow {
         contract: GatedV1,
-        services: { approval: ApprovalV1, add: AddV1, mul: MulV1 },
+        services: { add: AddV1, mul: MulV1 },
+        signals: { decision: DecisionV1 },
+        notifications: { ask: ApprovalV1, audit: AuditLogV1 },
         context: Gate,
         init: |input| Gate { requester: input.requester.clone(), a: input.a, b: input.b, ..Gate::default() },
         output: output,
@@ -170,11 +203,10 @@ orchestrator::machine! {
             awaiting_approval: {
                 entry: [ask_human],
                 on: {
-                    approval::Decision => [
+                    decision::Decision => [
                         { target: computing, guard: is_approved, actions: [record_decision] },
                         { target: rejected, actions: [record_decision] },
                     ],
-                    approval::error => { target: failed, actions: [store] },
                 },
             },
             computing: {
@@ -212,38 +244,53 @@ orchestrator::machine! {
     }
 }
 
-/// Plays the human: approves everyone but mallory, and answers through the node's transport.
-async fn human(domained: DomainedEvent, transport: Arc<InProcessTransport>, seen: Arc<Mutex<Vec<Event>>>) {
-    let request = domained.event;
-    let question = request.data()["question"].as_str().unwrap_or_default().to_owned();
-    let approved = !question.contains("mallory");
-    let reply_to = request.redirectto().unwrap_or(request.source()).to_owned();
-    let answer = EventFactory::<ApprovalV1>::new().emits(
-        Decision { approved },
-        Event::builder().source(HUMAN).subject(request.subject()).to(reply_to).parentid(request.id()),
-    );
-    seen.lock().unwrap_or_else(PoisonError::into_inner).push(request);
-    match answer {
-        Ok(answer) => {
-            if let Err(e) = transport.publish(vec![answer]).await {
-                eprintln!("the human's answer was refused: {e}");
-            }
-        }
-        Err(e) => eprintln!("the human's answer cannot be built: {e}"),
-    }
+/// The human's inbox: the questions handed to the node's `on_domained` callback (never
+/// published, as they carry the `human.interaction` domain).
+async fn inbox(domained: DomainedEvent, questions: Arc<Mutex<Vec<Event>>>) {
+    questions.lock().unwrap_or_else(PoisonError::into_inner).push(domained.event);
 }
 
-/// Prints the timeline: the transport's log, each domained event (never published, so not in
-/// the log) placed right before the answer to it.
-fn print_timeline(log: &[Event], domained: &mut Vec<Event>) -> Result<(), serde_json::Error> {
-    let mut timeline = Vec::with_capacity(log.len() + domained.len());
+/// The audit log: a handler of the `audit` notifications, which keeps their notes.
+fn audit_log(notes: Arc<Mutex<Vec<String>>>) -> Result<ServiceHandler<AuditLog>, Violation> {
+    ServiceHandler::<AuditLog>::builder()
+        .version(move |input: ServiceInput<AuditLogV1>| {
+            let notes = Arc::clone(&notes);
+            async move {
+                notes.lock().unwrap_or_else(PoisonError::into_inner).push(input.payload.note);
+                Ok(())
+            }
+        })
+        .build()
+}
+
+/// Waits for the question of workflow `subject` in the human's inbox.
+async fn question_for(
+    questions: &Mutex<Vec<Event>>,
+    subject: &str,
+) -> Result<Event, Box<dyn std::error::Error>> {
+    for _ in 0..1_000 {
+        let found = {
+            let mut inbox = questions.lock().unwrap_or_else(PoisonError::into_inner);
+            inbox.iter().position(|q| q.subject() == subject).map(|i| inbox.remove(i))
+        };
+        if let Some(question) = found {
+            return Ok(question);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    Err(format!("no question for workflow {subject}").into())
+}
+
+/// Prints the timeline: the transport's log, with the question (never published, so not in
+/// the log) placed right before the decision signal.
+fn print_timeline(log: &[Event], question: &Event) -> Result<(), serde_json::Error> {
+    let mut timeline = Vec::with_capacity(log.len() + 1);
     for event in log {
-        if let Some(i) = domained.iter().position(|d| event.parentid() == Some(d.id())) {
-            timeline.push(domained.remove(i));
+        if event.r#type() == "com.human.decision" {
+            timeline.push(question.clone());
         }
         timeline.push(event.clone());
     }
-    timeline.append(domained);
     println!("  timeline:");
     for (i, event) in timeline.iter().enumerate() {
         println!(
@@ -264,53 +311,67 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         retention: Retention::Keep,
         ..InMemoryConfig::default()
     }));
-    // Machines cannot set a domain per request: every service request gets the orchestrator's
-    // service domains. `FromEventContract` resolves to each service contract's domain: none for
-    // add and mul (local), `human.interaction` for the approval.
+    // Every request and notification gets the orchestrator's service domains.
+    // `FromEventContract` resolves to each contract's domain: none for add, mul and the audit
+    // log (local), `human.interaction` for the question.
     let workflow = Orchestrator::builder(Arc::clone(&store))
         .machine::<GatedFlow>()
         .service_domains([Domain::FromEventContract]);
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    // The approval service is served by nobody here: its requests carry a domain and go to
-    // `on_domained`, so it is declared remote (the build would fail otherwise).
+    let questions = Arc::new(Mutex::new(Vec::new()));
+    let notes = Arc::new(Mutex::new(Vec::new()));
+    // Nobody here serves the questions: they carry a domain and go to `on_domained`, so their
+    // topic is declared remote (the build would fail otherwise).
     let node = Node::builder(Arc::clone(&store))
         .in_process(InProcessConfig { log: true, ..InProcessConfig::default() })?
         .orchestrator(workflow)
         .service(services::add()?)
         .service(services::mul()?)
+        .service(audit_log(Arc::clone(&notes))?)
         .remote("com.human.approval")
         .on_domained({
-            let seen = Arc::clone(&seen);
-            move |domained, transport| human(domained, transport, Arc::clone(&seen))
+            let questions = Arc::clone(&questions);
+            move |domained, _| inbox(domained, Arc::clone(&questions))
         })
         .client(CLIENT)
         .build()
         .await?;
 
     let cases = [("alice", 6.0, 7.0, true), ("mallory", 2.0, 3.0, false)];
-    for (requester, a, b, expect_approved) in cases {
+    for (requester, a, b, approve) in cases {
         println!("workflow requested by {requester} (a = {a}, b = {b}):");
         let init = EventFactory::<GatedV1>::new()
             .init(GatedInput { requester: requester.to_owned(), a, b }, Event::builder().source(CLIENT))?;
-        let done = node.run(init).await?;
+        let subject = node.start(init).await?;
+        // The human reads the question, looks the workflow up, and answers with a signal.
+        let question = question_for(&questions, &subject).await?;
+        println!("  the human is asked: {}", question.data()["question"]);
+        let view = node.workflow(&subject).await?.ok_or("unknown workflow")?;
+        let gate = view.context::<Gate>()?;
+        println!("  workflow: {} in {:?}, context: {gate:?}", view.status(), view.active_paths());
+        if view.active_paths() != ["awaiting_approval"] || gate.approved.is_some() {
+            return Err(format!("the workflow of {requester} is not waiting for a decision").into());
+        }
+        node.signal::<DecisionV1>(&subject, Decision { approved: approve }).await?;
+        let done = node.wait(&subject).await;
         node.transport().wait_idle().await;
-        let mut domained = std::mem::take(&mut *seen.lock().unwrap_or_else(PoisonError::into_inner));
-        print_timeline(&node.transport().take_log(), &mut domained)?;
+        print_timeline(&node.transport().take_log(), &question)?;
         let result: GatedOutput = serde_json::from_value(done.data_value().clone())?;
-        // The machine's final state, restored from the snapshot the orchestrator persisted.
-        let record = node.store().read(done.subject()).await?.ok_or("no workflow record")?.record;
-        let snapshot = Snapshot::<Gate>::deserialize(&record.state)?;
-        let machine = MachineInstance::<GatedFlow>::restore(snapshot)?;
-        println!("  final state: {:?} (workflow done: {})", machine.active_paths(), record.done);
+        let view = node.workflow(&subject).await?.ok_or("unknown workflow")?;
+        println!("  final: {} in {:?}", view.status(), view.active_paths());
         println!("  result: {}", serde_json::to_string(done.data())?);
-        let expected = if expect_approved { (true, Some(a + b), Some(a * b)) } else { (false, None, None) };
+        let expected = if approve { (true, Some(a + b), Some(a * b)) } else { (false, None, None) };
         if (result.approved, result.sum, result.product) != expected {
             return Err(format!("unexpected result for {requester}: {result:?}").into());
         }
-        if WorkflowStatus::of(&record) != WorkflowStatus::Done {
+        if view.status() != &WorkflowStatus::Done || view.context::<Gate>()?.approved != Some(approve) {
             return Err(format!("the workflow of {requester} is not done").into());
         }
         println!();
+    }
+    let notes = notes.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    println!("audit log: {notes:?}");
+    if notes != ["alice's request approved", "mallory's request rejected"] {
+        return Err(format!("unexpected audit log: {notes:?}").into());
     }
     if !node.take_dead_letters().is_empty() {
         return Err("some events were dead-lettered".into());

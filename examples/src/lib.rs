@@ -7,6 +7,7 @@ pub mod calculator;
 pub mod cluster;
 pub mod nats_order;
 pub mod orders;
+pub mod review;
 
 use orchestrator::contract::{ArvoContract, Contract};
 

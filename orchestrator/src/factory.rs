@@ -117,6 +117,49 @@ impl<V: ContractVersion> EventFactory<V> {
         build(vc, "Emit", <V as Emits<P>>::EVENT_TYPE, vc.dataschema(), &payload, base)
     }
 
+    /// A signal to the running workflow `subject`: the event `V` accepts, addressed to the
+    /// workflow's orchestrator (`to` = the subject's orchestrator name) with the workflow's
+    /// subject. `base` supplies the other fields (at least `source`). A subject that is not an
+    /// orchestration subject is [`FactoryError::Subject`]; a payload that breaks the schema,
+    /// [`FactoryError::Data`]. [`Node::signal`](crate::runtime::Node::signal) builds and
+    /// publishes it in one call.
+    ///
+    /// ```
+    /// use orchestrator::prelude::*;
+    /// use orchestrator::subject::Subject;
+    /// #[derive(Serialize, Deserialize, JsonSchema)]
+    /// pub struct Decision { pub approved: bool }
+    /// orchestrator::contract! {
+    ///     pub contract Approve { uri: "#/approve", type: "com.approval.decision",
+    ///         versions: { ApproveV1 = "1.0.0" { accepts: Decision, emits: {} } } }
+    /// }
+    /// let subject = Subject::builder("arvo.orc.loan", "1.0.0", "com.example.client").build()?;
+    /// let event = EventFactory::<ApproveV1>::new().signal(
+    ///     Decision { approved: true },
+    ///     subject.as_str(),
+    ///     Event::builder().source("com.example.client"),
+    /// )?;
+    /// assert_eq!(event.r#type(), "com.approval.decision");
+    /// assert_eq!(event.to(), Some("arvo.orc.loan"));
+    /// assert_eq!(event.subject(), subject.as_str());
+    /// assert_eq!(event.dataschema(), Some("#/approve/1.0.0"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn signal(
+        &self,
+        payload: V::Accepts,
+        subject: &str,
+        base: EventBuilder,
+    ) -> Result<Event, FactoryError> {
+        let vc = V::versioned();
+        let parsed = Subject::parse(subject).map_err(|source| FactoryError::Subject {
+            event_type: vc.accepts().event_type().to_owned(),
+            source,
+        })?;
+        let base = base.to(parsed.orchestrator_name()).orchestration_subject(&parsed);
+        self.accepts(payload, base)
+    }
+
     /// The `sys.<type>.error` event of `V`, with dataschema `<uri>/0.0.0`.
     pub fn system_error(&self, error: SystemErrorPayload, base: EventBuilder) -> Result<Event, FactoryError> {
         let vc = V::versioned();

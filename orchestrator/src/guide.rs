@@ -52,9 +52,10 @@
 //! | the init | `WelcomeFlowEvent::Init(Greeting)` | the workflow's input |
 //! | a service's answer | `WelcomeFlowEvent::<Service><Payload>` | the service key in PascalCase, then the payload type's name: `greet::Greeted` is `GreetGreeted(Greeted)`; the key is left out when the payload's name starts with it as a word (`credit::CreditScore` is `CreditScore`) |
 //! | a service's system error | `WelcomeFlowEvent::<Service>Error(SystemErrorPayload)` | `greet::error` is `GreetError` |
+//! | a signal | `WelcomeFlowEvent::<Signal><Payload>` | named like a service's answer: with `signals: { decision: DecisionV1 }`, `decision::Decision` is `Decision(Decision)` |
 //! | other events | `WelcomeFlowEvent::Internal(name)` | raised, sent, `done.state.*`, `after` timers |
 //! | the states | `WelcomeFlowState` | an enum of the active child state; compound states get a type `WelcomeFlow<Path>` |
-//! | the outbox | `WelcomeFlowOutbox<'_>` | one method per service (`out.greet(Greeting { … })`) to send requests from actions |
+//! | the outbox | `WelcomeFlowOutbox<'_>` | one method per service (`out.greet(Greeting { … })`) to send requests from actions, and one per notification (`out.audit(Entry { … })`) |
 //!
 //! Guards are `fn(&Context, &Event) -> bool`, actions `fn(&mut Context, &Event, &mut Outbox)`:
 //! functions by path, or closures. A closure is shown in exported charts as `guard<N>` /
@@ -156,6 +157,86 @@
 //! tells apart from a failure. [`CancelRequest::with_children`](crate::orchestration::cancel::CancelRequest::with_children)
 //! cancels the child workflows it started too. See [`crate::orchestration::cancel`], and
 //! `examples/parent_child.rs`, which cancels a parent with its running child.
+//!
+//! ## Recipe: signals and notifications
+//!
+//! When the answer does not come from a service the workflow called (a person presses a button
+//! in an app, an operator cancels), declare it a **signal**: `signals: { decision: DecisionV1 }`
+//! where `DecisionV1` is a contract whose accepted payload is the answer. The app sends it to
+//! the running workflow by its subject with [`Node::signal`](crate::runtime::Node::signal) (or
+//! builds the event with [`EventFactory::signal`](crate::factory::EventFactory::signal)), and
+//! reads where the workflow stands with [`Node::workflow`](crate::runtime::Node::workflow).
+//! A **notification** (`notifications: { audit: AuditV1 }`, a contract with `emits: {}`) is a
+//! one-off event the workflow sends without waiting for a reply: `out.audit(entry)`. Resumables
+//! declare them with `ResumableBuilder::signal` / `notification`. See the
+//! [machine documentation](crate::machine#signals).
+//!
+//! ```rust
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//!
+//! use orchestrator::memory::InMemory;
+//! use orchestrator::prelude::*;
+//!
+//! #[derive(Clone, Serialize, Deserialize, JsonSchema)]
+//! pub struct Expense { pub amount: u64 }
+//! #[derive(Clone, Serialize, Deserialize, JsonSchema)]
+//! pub struct Decision { pub approved: bool }
+//!
+//! orchestrator::contract! { // what the app sends: a signal
+//!     pub contract DecisionSignal { uri: "#/acme/decision", type: "com.acme.decision",
+//!         versions: { DecisionV1 = "1.0.0" { accepts: Decision, emits: {} } } }
+//! }
+//! orchestrator::orchestrator_contract! {
+//!     pub contract Claim { uri: "#/acme/claim", name: "claim",
+//!         versions: { ClaimV1 = "1.0.0" { init: Expense, complete: Decision } } }
+//! }
+//!
+//! orchestrator::machine! {
+//!     pub machine ClaimFlow {
+//!         contract: ClaimV1,
+//!         signals: { decision: DecisionV1 },
+//!         context: Decision,
+//!         init: |_input| Decision { approved: false },
+//!         output: |ctx| ctx.clone(),
+//!         states: {
+//!             waiting: {
+//!                 on: { decision::Decision => { target: decided, actions: [keep = |ctx, event, _| {
+//!                     if let ClaimFlowEvent::Decision(d) = event { *ctx = d.clone() }
+//!                 }] } },
+//!             },
+//!             decided: { type: final },
+//!         },
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let store = Arc::new(InMemory::<WorkflowRecord>::default());
+//! let node = Node::builder(Arc::clone(&store))
+//!     .orchestrator(Orchestrator::builder(Arc::clone(&store)).machine::<ClaimFlow>())
+//!     .client("com.acme.app")
+//!     .build()
+//!     .await?;
+//! let init = EventFactory::<ClaimV1>::new()
+//!     .init(Expense { amount: 120 }, Event::builder().source("com.acme.app"))?;
+//! let subject = node.start(init).await?;
+//! while node.workflow(&subject).await?.is_none() {
+//!     tokio::time::sleep(Duration::from_millis(5)).await;
+//! }
+//! let view = node.workflow(&subject).await?.ok_or("unknown workflow")?;
+//! assert_eq!(view.active_paths(), ["waiting"]);
+//!
+//! node.signal::<DecisionV1>(&subject, Decision { approved: true }).await?;
+//! let done = node.wait(&subject).await;
+//! assert_eq!(done.data()["approved"], true);
+//! let view = node.workflow(&subject).await?.ok_or("unknown workflow")?;
+//! assert_eq!(view.status(), &WorkflowStatus::Done);
+//! assert!(view.context::<Decision>()?.approved);
+//! # node.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! ## Testing a workflow
 //!

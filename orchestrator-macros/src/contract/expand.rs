@@ -168,6 +168,11 @@ fn version_impl(model: &Model, v: &VersionModel) -> TokenStream {
             }
         });
     }
+    if model.flavor != Flavor::Orchestrator && v.emits.is_empty() {
+        out.extend(quote! {
+            impl ::orchestrator::contract::NoReply for #ident {}
+        });
+    }
     if model.flavor == Flavor::Orchestrator
         && let Some((_, complete)) = v.emits.first()
     {

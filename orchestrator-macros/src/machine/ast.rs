@@ -48,7 +48,7 @@ pub(crate) enum Value {
     Type(Box<Type>),
     /// An expression (`init`, `output`).
     Expr(Box<Expr>),
-    /// `{ name: ContractVersion, ... }`.
+    /// `{ name: ContractVersion, ... }` (`services`, `signals`, `notifications`).
     Services(Vec<(Ident, Type)>),
     /// A word (`type: parallel`, `history: deep`).
     Word(Ident),
@@ -356,7 +356,7 @@ pub(crate) fn parse_body(input: ParseStream<'_>, errors: &mut Vec<syn::Error>) -
             "version" => Value::Str(input.parse()?),
             "contract" | "context" => Value::Type(Box::new(input.parse()?)),
             "init" | "output" => Value::Expr(Box::new(input.parse()?)),
-            "services" => {
+            "services" | "signals" | "notifications" => {
                 let content;
                 braced!(content in input);
                 Value::Services(parse_list(&content, errors, |input, _| {

@@ -12,6 +12,7 @@ use syn::{Ident, Type};
 
 use super::chart::{Patches, Sink, walk};
 use super::model::{Act, Custom, Grd, Init, InitForm, Kind, Model, Node, Target, Trans, Trig};
+use super::signals;
 use crate::shared::respan;
 
 /// How exporters show a custom guard or action (`kind`: `"guard"` / `"action"`, `id`: its
@@ -76,6 +77,7 @@ pub(crate) fn expand(model: &Model) -> TokenStream {
     if let Some(contract) = &model.contract {
         out.extend(machine_impl(model, &names, contract));
         out.extend(checks(model, contract));
+        out.extend(signals::expand_checks(model));
     }
     out
 }
@@ -109,10 +111,17 @@ fn event_enum(model: &Model, n: &Names) -> TokenStream {
         debug.push(quote!(Self::Init(p) => ::orchestrator::machine::__private::debug_payload(f, "Init", p)));
     }
     for (i, ev) in model.events.iter().enumerate() {
-        let s = &model.services[ev.service];
         let variant = &ev.variant;
         let payload = &ev.payload;
-        let doc = format!(" `{}` emitted by service `{}`.", payload.to_token_stream(), s.key);
+        let doc = if ev.signal {
+            format!(" `{}`: signal `{}`.", payload.to_token_stream(), model.signals[ev.service].key)
+        } else {
+            format!(
+                " `{}` emitted by service `{}`.",
+                payload.to_token_stream(),
+                model.services[ev.service].key
+            )
+        };
         let konst = format_ident!("__EVENT_{}", i);
         variants.push(quote!(#[doc = #doc] #variant(#payload)));
         names.push(quote!(Self::#variant(_) => #machine::#konst));
@@ -293,6 +302,7 @@ fn outbox(model: &Model, n: &Names) -> TokenStream {
             }
         }
     });
+    let notifications = signals::expand_outbox(model);
     let doc =
         format!(" What the actions of machine [`{machine}`] emit through: one method per declared service.");
     // Spanned on `services`, where a note about the bound points.
@@ -335,6 +345,7 @@ fn outbox(model: &Model, n: &Names) -> TokenStream {
             #(#methods)*
 
             #request
+            #notifications
             /// The subject of the running workflow, if known.
             pub fn subject(&self) -> ::std::option::Option<&str> {
                 self.inner.subject()
@@ -351,6 +362,9 @@ fn outbox(model: &Model, n: &Names) -> TokenStream {
 fn inherent(model: &Model, n: &Names) -> TokenStream {
     let machine = &n.machine;
     let consts = model.events.iter().enumerate().map(|(i, ev)| {
+        if let Some(konst) = signals::event_const(model, i) {
+            return konst;
+        }
         let konst = format_ident!("__EVENT_{}", i);
         let span = ev.payload.span();
         let svc = respan(&model.services[ev.service].ty, span);
@@ -461,7 +475,7 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
     let decode_services = model.services.iter().enumerate().map(|(si, s)| {
         let ty = &s.ty;
         let err = &s.error_variant;
-        let events = model.events.iter().enumerate().filter(|(_, e)| e.service == si).map(|(i, e)| {
+        let events = model.events.iter().enumerate().filter(|(_, e)| !e.signal && e.service == si).map(|(i, e)| {
             let konst = format_ident!("__EVENT_{}", i);
             let variant = &e.variant;
             let payload = &e.payload;
@@ -594,15 +608,18 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
         ),
     };
 
+    let decode_signals = signals::expand_decode(model, event);
     let decode_body = respan(
         &quote! {{
             let __t = event.r#type();
             #decode_init
+            #decode_signals
             #(#decode_services)*
             ::std::result::Result::Err(::orchestrator::machine::__private::unresolved::<#machine>(#name_text, event))
         }},
         contract_span,
     );
+    let signal_infos = signals::expand_infos(model);
     let impl_header = quote_spanned!(contract_span=> impl ::orchestrator::machine::Machine for #machine);
     let init_block = braces(init, contract_span);
     let output_block = braces(output, contract_span);
@@ -625,6 +642,8 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
                 fn services() -> ::std::vec::Vec<::orchestrator::machine::ServiceInfo> {
                     ::std::vec![#(#services),*]
                 }
+
+                #signal_infos
 
                 fn guard_names() -> &'static [&'static str] {
                     &[#(#guard_names),*]

@@ -13,6 +13,12 @@ pub(crate) struct Model {
     /// The self contract version (`None` only after an error).
     pub contract: Option<Type>,
     pub services: Vec<Service>,
+    /// The declared signals (`signals: { key: ContractVersion }`): events the workflow accepts
+    /// from outside, typed by the contract's accepted payload.
+    pub signals: Vec<Service>,
+    /// The declared notifications (`notifications: { key: ContractVersion }`): outbox methods
+    /// emitting an event that expects no reply.
+    pub notifications: Vec<Service>,
     /// The `services` key (or the machine name), where generated service APIs are spanned.
     pub services_span: proc_macro2::Span,
     pub context: Option<Type>,
@@ -90,7 +96,10 @@ pub(crate) struct Service {
 
 /// A typed event variant: `<Service><Payload>(Payload)`.
 pub(crate) struct EventVariant {
+    /// An index into `services`, or into `signals` when `signal` is set.
     pub service: usize,
+    /// The event is a signal's (`signals[service]`), not a service's.
+    pub signal: bool,
     pub payload: Type,
     pub variant: Ident,
 }

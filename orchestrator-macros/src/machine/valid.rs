@@ -23,12 +23,27 @@ use super::model::{
     Act, Custom, EventVariant, Grd, Init, InitForm, Kind, Model, Node, Service, Target, Trans, Trig,
 };
 use super::names::{ident, pascal, push_syn_error, token_text};
+use super::signals;
 use crate::ctxt::Ctxt;
 use crate::shared::closest;
 
 const MACHINE_KEYS: &[&str] = &[
-    "version", "contract", "services", "context", "init", "output", "type", "initial", "states", "entry",
-    "exit", "on", "always", "after",
+    "version",
+    "contract",
+    "services",
+    "signals",
+    "notifications",
+    "context",
+    "init",
+    "output",
+    "type",
+    "initial",
+    "states",
+    "entry",
+    "exit",
+    "on",
+    "always",
+    "after",
 ];
 const STATE_KEYS: &[&str] =
     &["type", "initial", "states", "entry", "exit", "on", "always", "after", "on_done"];
@@ -50,8 +65,11 @@ struct Lowerer<'c> {
     name: Ident,
     nodes: Vec<Node>,
     services: Vec<Service>,
+    signals: Vec<Service>,
+    notifications: Vec<Service>,
     events: Vec<EventVariant>,
-    event_keys: HashMap<(usize, String), usize>,
+    /// (service or signal index, is a signal, payload text) → event index.
+    event_keys: HashMap<(usize, bool, String), usize>,
     guards: Vec<Custom>,
     actions: Vec<Custom>,
     delays: Vec<Custom>,
@@ -69,6 +87,8 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
         name: name.clone(),
         nodes: Vec::new(),
         services: Vec::new(),
+        signals: Vec::new(),
+        notifications: Vec::new(),
         events: Vec::new(),
         event_keys: HashMap::new(),
         guards: Vec::new(),
@@ -86,13 +106,17 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
     let mut state_entries = Vec::new();
     let mut seen = HashSet::new();
     let mut services_span = name.span();
+    let (mut signal_list, mut notification_list) = (Vec::new(), Vec::new());
     for entry in body.entries {
         let key = entry.key.unraw().to_string();
         if MACHINE_KEYS.contains(&key.as_str()) && !seen.insert(key.clone()) {
             lw.cx.error_spanned_by(&entry.key, format!("duplicate key `{key}`"));
             continue;
         }
-        if !matches!(key.as_str(), "version" | "contract" | "context" | "init" | "output" | "services") {
+        if !matches!(
+            key.as_str(),
+            "version" | "contract" | "context" | "init" | "output" | "services" | "signals" | "notifications"
+        ) {
             state_entries.push(entry);
             continue;
         }
@@ -115,9 +139,19 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
                 services_span = entry.key.span();
                 lw.services(list);
             }
+            ("signals", Some(Value::Services(list))) => signal_list = list,
+            ("notifications", Some(Value::Services(list))) => notification_list = list,
             _ => {}
         }
     }
+    // After the services, whose keys they may not reuse; before the states, which use them.
+    lw.signals = signals::declare(lw.cx, signals::Kind::Signal, signal_list, &[("service", &lw.services)]);
+    lw.notifications = signals::declare(
+        lw.cx,
+        signals::Kind::Notification,
+        notification_list,
+        &[("service", &lw.services), ("signal", &lw.signals)],
+    );
     for (key, what) in [("contract", contract.is_some()), ("output", output.is_some())] {
         if !what && !seen.contains(key) {
             let example = if key == "contract" { "contract: MyWorkflowV1" } else { "output: make_output" };
@@ -131,7 +165,18 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
     lw.state(None, None, String::new(), Body { entries: state_entries });
     lw.name_types();
 
-    let Lowerer { nodes, services, events, guards, actions, delays, tree_reliable, .. } = lw;
+    let Lowerer {
+        nodes,
+        services,
+        signals,
+        notifications,
+        events,
+        guards,
+        actions,
+        delays,
+        tree_reliable,
+        ..
+    } = lw;
     Checked {
         model: Model {
             attrs,
@@ -140,6 +185,8 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
             version,
             contract,
             services,
+            signals,
+            notifications,
             services_span,
             context,
             init,
@@ -234,7 +281,23 @@ impl Lowerer<'_> {
         if let Some(i) = self.services.iter().position(|s| s.key.unraw() == text) {
             return Some(i);
         }
-        let names: Vec<String> = self.services.iter().map(|s| s.key.unraw().to_string()).collect();
+        if signals::find(&self.notifications, service).is_some() {
+            self.cx.error_spanned_by(
+                service,
+                format!("`{text}` is a notification: it expects no reply, so no event of it can trigger a transition"),
+            );
+            return None;
+        }
+        let names: Vec<String> =
+            self.services.iter().chain(&self.signals).map(|s| s.key.unraw().to_string()).collect();
+        if !self.signals.is_empty() {
+            let message = match closest(&text, names.iter().map(String::as_str)) {
+                Some(guess) => format!("unknown service or signal `{text}`; did you mean `{guess}`?"),
+                None => format!("unknown service or signal `{text}`; declared: {}", names.join(", ")),
+            };
+            self.cx.error_spanned_by(service, message);
+            return None;
+        }
         let message = match closest(&text, names.iter().map(String::as_str)) {
             Some(guess) => format!("unknown service `{text}`; did you mean `{guess}`?"),
             None if names.is_empty() => {
@@ -552,13 +615,29 @@ impl Lowerer<'_> {
     fn trigger(&mut self, trigger: TriggerAst) -> Trig {
         match trigger {
             TriggerAst::Named(lit) => Trig::Named(lit),
+            TriggerAst::ServiceError { service, .. } if signals::find(&self.signals, &service).is_some() => {
+                self.cx.error_spanned_by(
+                    &service,
+                    format!(
+                        "`{}` is a signal: it has no system error; only services answer with `service::error`",
+                        service.unraw()
+                    ),
+                );
+                Trig::Invalid
+            }
             TriggerAst::ServiceError { service, .. } => match self.service_index(&service) {
                 Some(i) => Trig::ServiceError(i),
                 None => Trig::Invalid,
             },
             TriggerAst::Service { service, payload, .. } => {
-                let Some(s) = self.service_index(&service) else { return Trig::Invalid };
-                let key = (s, token_text(&payload));
+                let (s, signal) = match signals::find(&self.signals, &service) {
+                    Some(i) => (i, true),
+                    None => match self.service_index(&service) {
+                        Some(s) => (s, false),
+                        None => return Trig::Invalid,
+                    },
+                };
+                let key = (s, signal, token_text(&payload));
                 if let Some(i) = self.event_keys.get(&key) {
                     return Trig::Service(*i);
                 }
@@ -569,7 +648,8 @@ impl Lowerer<'_> {
                     );
                     return Trig::Invalid;
                 };
-                let name = event_variant(&self.services[s].pascal, &last.unraw().to_string());
+                let prefix = if signal { &self.signals[s].pascal } else { &self.services[s].pascal };
+                let name = event_variant(prefix, &last.unraw().to_string());
                 let variant = ident(&name, last.span());
                 let clash = self.services.iter().any(|sv| sv.error_variant == name)
                     || self.events.iter().any(|e| e.variant == name)
@@ -580,14 +660,15 @@ impl Lowerer<'_> {
                         &payload,
                         format!(
                             "the event variant `{name}` for `{}` clashes with another variant of the event enum; \
-                             rename the payload type or the service",
-                            token_text(&payload)
+                             rename the payload type or the {}",
+                            token_text(&payload),
+                            if signal { "signal" } else { "service" }
                         ),
                     );
                     return Trig::Invalid;
                 }
                 self.event_keys.insert(key, self.events.len());
-                self.events.push(EventVariant { service: s, payload: *payload, variant });
+                self.events.push(EventVariant { service: s, signal, payload: *payload, variant });
                 Trig::Service(self.events.len() - 1)
             }
         }

@@ -13,6 +13,7 @@
 
 mod builder;
 mod document;
+mod no_reply;
 pub mod orchestrator;
 mod resolve;
 pub mod schema;
@@ -26,6 +27,7 @@ use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
 pub use builder::{ContractBuilder, VersionBuilder};
+pub use no_reply::NoReply;
 pub use orchestrator::OrchestratorInit;
 pub use schema::{EventSchema, SchemaError, SchemaErrors};
 pub use system_error::{SystemErrorPayload, system_error_type};

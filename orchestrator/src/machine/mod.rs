@@ -34,6 +34,8 @@
 //!     version: "1.0.0",              // optional: must equal the self contract's version
 //!     contract: SelfV1,              // the self contract version (an orchestrator contract)
 //!     services: { add: AddV1, … },   // optional: service name → contract version
+//!     signals: { approve: DecisionV1, … },       // optional: events accepted from outside
+//!     notifications: { audit: AuditV1, … },     // optional: events sent, no reply expected
 //!     context: Ctx,                  // optional (default `()`): Serialize + DeserializeOwned + Clone + Send
 //!     init: init_fn,                 // fn(&Init) -> Ctx, or |input, meta| … (meta: &InitMeta); optional when Ctx: Default
 //!     output: output_fn,             // fn(&Ctx) -> Complete
@@ -55,7 +57,8 @@
 //!     after: { DELAY => TRANSITIONS, … }       // DELAY: ms | name = |ctx| Duration | fn_path | CONST (Duration or u64 ms)
 //!     history: shallow | deep, target: PATHS, actions: ACTIONS   // history states only (default)
 //!
-//! TRIGGER:      service::Payload | service::<path::Payload> | service::error | "name" | "prefix.*" | "*"
+//! TRIGGER:      service::Payload | service::<path::Payload> | service::error | signal::Payload
+//!               | "name" | "prefix.*" | "*"
 //! TRANSITIONS:  TRANSITION | [TRANSITION, …]
 //! TRANSITION:   a.b.c | { target: PATHS, guard: GUARD, actions: ACTIONS, reenter: true }
 //! PATHS:        a.b.c | [a.b.c, x.y]   // absolute paths from the machine root
@@ -69,7 +72,8 @@
 //! `fn(&mut Ctx, &<Name>Event, &mut <Name>Outbox<'_>)`: functions, or closures that capture
 //! nothing. `raise`, `send`, `cancel`, `in` and `not_in` are built in (a function of one of those
 //! names cannot be used as an action or guard directly; wrap it in a closure). The outbox methods
-//! `request` and `subject` cannot be service names.
+//! `request` and `subject` cannot be service names. A key names one service, signal or
+//! notification.
 //!
 //! Chart exports (Mermaid, Graphviz DOT, XState: [`Machine::names`]) show a guard or action given
 //! by a function path as that path (`reserve_stock`, `Self::check`) and never show a closure's
@@ -328,6 +332,116 @@
 //! m.send_wire(&reply)?;
 //! assert_eq!(*m.context(), 3.0);
 //! assert_eq!(m.state(), AdderState::Done);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Signals
+//!
+//! `signals` names the events the workflow accepts from outside while it runs (a human's
+//! decision, a cancel request): each a contract whose accepted payload is the event's data
+//! (typically a `contract!` with `emits: {}`). A trigger `approve::Decision` names the signal's
+//! key and the payload its contract accepts (another payload does not compile) and is typed in
+//! the event enum like a service's event (`ApproveDecision(Decision)`, or `Decision(Decision)`
+//! for a key `decision`). A signal is an ordinary event: type = the contract's accepted type,
+//! `to` = the orchestrator, subject = the workflow's, dataschema = the contract version's.
+//! [`Node::signal`](crate::runtime::Node::signal) sends one to a running workflow;
+//! [`EventFactory::signal`](crate::factory::EventFactory::signal) builds one. The orchestrator
+//! validates it against the signal's contract (invalid data is a contract violation and changes
+//! nothing); a workflow that is unknown or finished ignores it. A declared signal that no
+//! transition names is accepted (validated) and known by its name.
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # use orchestrator::subject::Subject;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done { pub approved: bool }
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+//! pub struct Decision { pub approved: bool }
+//!
+//! orchestrator::contract! {
+//!     pub contract Approve { uri: "#/approve", type: "com.acme.approve",
+//!         versions: { ApproveV1 = "1.0.0" { accepts: Decision, emits: {} } } }
+//! }
+//!
+//! orchestrator::machine! {
+//!     pub machine Gate {
+//!         contract: FlowV1,
+//!         signals: { approve: ApproveV1 },
+//!         context: bool,
+//!         output: |approved: &bool| Done { approved: *approved },
+//!         states: {
+//!             waiting: {
+//!                 on: { approve::Decision => { target: decided, actions: [|ctx, event, _| {
+//!                     if let GateEvent::ApproveDecision(d) = event { *ctx = d.approved }
+//!                 }] } },
+//!             },
+//!             decided: { type: final },
+//!         },
+//!     }
+//! }
+//!
+//! let (mut m, _) = MachineInstance::<Gate>::start(Start {})?;
+//! let subject = Subject::builder("arvo.orc.flow", "1.0.0", "com.example.client").build()?;
+//! let signal = EventFactory::<ApproveV1>::new()
+//!     .signal(Decision { approved: true }, subject.as_str(), Event::builder().source("com.example.client"))?;
+//! m.send_wire(&signal)?;
+//! assert_eq!(m.output(), Some(Done { approved: true }));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Notifications
+//!
+//! `notifications` names contracts the workflow sends one-off events to, expecting no reply
+//! (Arvo's `enqueueArvoEvent`): an audit log entry, an e-mail. Each must declare no emitted
+//! event (`emits: {}`: [`NoReply`](crate::contract::NoReply); another contract does not
+//! compile). Actions send one with `out.<key>(payload)`, typed by the contract's accepted
+//! payload; it leaves like a service request (source = the orchestrator, subject = the
+//! workflow's, `to` = the contract's type, the orchestrator's service domains), and the
+//! workflow goes on without waiting. A node needs a handler for it, like for a service (or
+//! declares it [`remote`](crate::runtime::NodeBuilder::remote)). A notification cannot be a
+//! trigger.
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+//! pub struct Audit { pub note: String }
+//!
+//! orchestrator::contract! {
+//!     pub contract AuditLog { uri: "#/audit", type: "com.acme.audit",
+//!         versions: { AuditLogV1 = "1.0.0" { accepts: Audit, emits: {} } } }
+//! }
+//!
+//! orchestrator::machine! {
+//!     pub machine Noted {
+//!         contract: FlowV1,
+//!         notifications: { audit: AuditLogV1 },
+//!         output: |_| Done {},
+//!         states: {
+//!             working: {
+//!                 entry: [|_, _, out| out.audit(Audit { note: "started".into() })],
+//!                 always: done,
+//!             },
+//!             done: { type: final },
+//!         },
+//!     }
+//! }
+//!
+//! // The notification is sent and the machine does not wait: it is done already.
+//! let (m, requests) = MachineInstance::<Noted>::start(Start {})?;
+//! assert_eq!((requests[0].service, requests[0].event_type), ("audit", "com.acme.audit"));
+//! assert!(m.is_done());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -640,13 +754,16 @@
 //!
 //! * by the macro: unknown and duplicate keys, unknown services and duplicate services, unknown
 //!   initial states, duplicate sibling states, final states with children, history states outside
-//!   a compound state, empty `states`, unreachable states, malformed event names and delays;
+//!   a compound state, empty `states`, unreachable states, malformed event names and delays, a
+//!   key naming two of a service, a signal and a notification, `signal::error`, a notification
+//!   used as a trigger;
 //! * by the statechart builder the macro runs (the same one the runtime uses): unknown targets and
 //!   guard states, targets that cannot be active together, initial states outside their state,
 //!   compound states with nothing to start in, history defaults outside their parent;
 //! * by the compiler, on the user's token: a payload the service does not emit (`Emits`), guards,
 //!   actions, `init` and `output` of the wrong type, a request to an undeclared service or with the
-//!   wrong payload, a `version` that is not the self contract's, a self contract that is not an
+//!   wrong payload, a signal trigger's payload that is not the one its contract accepts, a
+//!   notification whose contract emits events or with the wrong payload, a `version` that is not the self contract's, a self contract that is not an
 //!   orchestrator contract, two contracts with the same URI.
 //!
 //! ```compile_fail
@@ -673,6 +790,7 @@
 mod init_meta;
 mod instance;
 mod requests;
+mod signals;
 mod traits;
 
 #[doc(hidden)]
@@ -687,4 +805,5 @@ pub use requests::{AsIs, ChildInit, RequestOptions, Requests, ServiceRequest, Se
 /// The old name of [`Requests`].
 #[deprecated(note = "renamed to `orchestrator::machine::Requests`")]
 pub type Outbox = Requests;
+pub use signals::SignalPayload;
 pub use traits::{Machine, MachineEvent, ServiceInfo, ServiceOf};

@@ -57,6 +57,18 @@ pub trait Machine: Sized + Send + Sync + 'static {
     /// The declared services, in declaration order.
     fn services() -> Vec<ServiceInfo>;
 
+    /// The declared signals (`signals: { … }`), in declaration order: events the workflow accepts
+    /// from outside, each of the contract's accepted type.
+    fn signals() -> Vec<ServiceInfo> {
+        Vec::new()
+    }
+
+    /// The declared notifications (`notifications: { … }`), in declaration order: events the
+    /// workflow emits that expect no reply.
+    fn notifications() -> Vec<ServiceInfo> {
+        Vec::new()
+    }
+
     /// Display names of the custom guards, by `GuardId`: the name given with `name = closure`, a
     /// function's path, or `guard<N>` for an unnamed closure.
     fn guard_names() -> &'static [&'static str];
@@ -105,10 +117,18 @@ pub trait Machine: Sized + Send + Sync + 'static {
         for s in Self::services() {
             services.insert(s.name.to_owned(), s.contract.to_json_schema());
         }
-        serde_json::json!({
+        let mut out = serde_json::json!({
             "self": <Self::Contract as ContractVersion>::versioned().to_json_schema(),
             "services": services,
-        })
+        });
+        for (key, list) in [("signals", Self::signals()), ("notifications", Self::notifications())] {
+            if !list.is_empty() {
+                let map: Map<String, Value> =
+                    list.into_iter().map(|s| (s.name.to_owned(), s.contract.to_json_schema())).collect();
+                out[key] = Value::Object(map);
+            }
+        }
+        out
     }
 }
 

@@ -62,7 +62,8 @@ impl<M: Machine> ErasedMachine for Erased<M> {
     }
 
     fn services(&self) -> Vec<&'static VersionedContract> {
-        M::services().into_iter().map(|s| s.contract).collect()
+        // Notifications are called like services (a handler must listen on their topic).
+        M::services().into_iter().chain(M::notifications()).map(|s| s.contract).collect()
     }
 
     fn complete_type(&self) -> &'static str {

@@ -41,7 +41,8 @@ pub use dispatcher::{DispatchStats, Dispatcher, DispatcherError, Settled};
 pub use domained::{DomainedEvent, DomainedFn};
 pub use heartbeat::Heartbeat;
 pub use node::{
-    DEFAULT_WORKERS, MissingService, NODE_POOL, Node, NodeBuilder, NodeError, TimerSettings, WorkflowStatus,
+    DEFAULT_WORKERS, MissingService, NODE_POOL, Node, NodeBuilder, NodeError, SIGNAL_SOURCE, TimerSettings,
+    ViewError, WorkflowStatus, WorkflowView,
 };
 pub use retry::RetryPolicy;
 pub use settlement::{Outcome, Settlement, is_transient};

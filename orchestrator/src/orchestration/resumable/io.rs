@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::json::NotRepresentable;
 
 use crate::contract::{
-    ContractVersion, Emits, OrchestratorInit, OrchestratorVersion, Payload, SystemErrorPayload,
+    ContractVersion, Emits, NoReply, OrchestratorInit, OrchestratorVersion, Payload, SystemErrorPayload,
     VersionedContract,
 };
 use crate::event::Event;
@@ -125,6 +125,23 @@ impl<V: OrchestratorVersion, C> ResumableInput<V, C> {
         self.service.as_ref()
     }
 
+    /// The payload of signal `S` (declared with
+    /// [`ResumableBuilder::signal`](super::ResumableBuilder::signal)) when the event is one:
+    /// `Ok(None)` for any other event. The event was validated against `S` already.
+    pub fn signal<S: ContractVersion>(&self) -> Result<Option<S::Accepts>, Violation> {
+        if self.init.is_some() || self.event.r#type() != S::TYPE {
+            return Ok(None);
+        }
+        <S::Accepts as serde::Deserialize>::deserialize(self.event.data_value()).map(Some).map_err(|e| {
+            Violation::contract(format!(
+                "Event (id={}, type={}) data passed its schema but does not decode as {}: {e}",
+                self.event.id(),
+                self.event.r#type(),
+                std::any::type_name::<S::Accepts>()
+            ))
+        })
+    }
+
     /// Shorthand for [`Collected::of`].
     pub fn collected<S: Emits<P>, P: Payload>(&self) -> Result<Vec<P>, Violation> {
         self.collected.of::<S, P>()
@@ -209,18 +226,20 @@ impl Request {
 pub struct ResumableOutput<V: OrchestratorVersion, C> {
     pub(super) context: Option<C>,
     pub(super) requests: Vec<Request>,
+    /// Notifications: sent, but no reply is expected (not part of the fan-in).
+    pub(super) notifications: Vec<Request>,
     pub(super) output: Option<V::Complete>,
 }
 
 impl<V: OrchestratorVersion, C> ResumableOutput<V, C> {
     /// Nothing to do yet: keep waiting (the context and the expected responses are kept).
     pub fn wait() -> Self {
-        Self { context: None, requests: Vec::new(), output: None }
+        Self { context: None, requests: Vec::new(), notifications: Vec::new(), output: None }
     }
 
     /// The workflow is done: its completion event carries `output`.
     pub fn complete(output: V::Complete) -> Self {
-        Self { context: None, requests: Vec::new(), output: Some(output) }
+        Self { context: None, requests: Vec::new(), notifications: Vec::new(), output: Some(output) }
     }
 
     /// Replaces the context (kept as is when not set).
@@ -234,6 +253,16 @@ impl<V: OrchestratorVersion, C> ResumableOutput<V, C> {
     #[must_use]
     pub fn request(mut self, request: Request) -> Self {
         self.requests.push(request);
+        self
+    }
+
+    /// Adds a notification of contract `N` (declared with
+    /// [`ResumableBuilder::notification`](super::ResumableBuilder::notification); it emits
+    /// nothing, so no reply is expected): sent like a request, without changing the responses
+    /// the workflow waits for.
+    #[must_use]
+    pub fn notify<N: NoReply>(mut self, payload: N::Accepts) -> Self {
+        self.notifications.push(Request::new::<N>(payload));
         self
     }
 
@@ -256,6 +285,7 @@ impl<V: OrchestratorVersion, C: fmt::Debug> fmt::Debug for ResumableOutput<V, C>
         f.debug_struct("ResumableOutput")
             .field("context", &self.context)
             .field("requests", &self.requests)
+            .field("notifications", &self.notifications)
             .field("done", &self.output.is_some())
             .finish()
     }

@@ -14,7 +14,9 @@
 //! 1. The function is chosen by the **subject's** orchestrator version
 //!    ([`Violation::Config`] "Handler resolution failed…" when none matches).
 //! 2. The event is validated: the init event against the self contract version, any other event
-//!    against the declared service contracts (an emitted or system-error type of one of them).
+//!    against the declared service contracts (an emitted or system-error type of one of them),
+//!    or against a declared signal ([`ResumableBuilder::signal`]; the function reads it with
+//!    [`ResumableInput::signal`]).
 //!    An event of no declared contract is a [`Violation::Config`], invalid data a
 //!    [`Violation::Contract`].
 //! 3. A workflow that is done, a **second init event** of an existing workflow, and a response
@@ -22,7 +24,10 @@
 //!    duplicate init).
 //! 4. A response whose `parentid` is a request of the last step that emitted requests is
 //!    collected; any other event is not collected, but the function still runs with it.
-//! 5. After the function: the requests become events exactly like a machine's (one per resolved
+//! 5. After the function: the requests and the notifications
+//!    ([`ResumableOutput::notify`], of contracts declared with
+//!    [`ResumableBuilder::notification`], which expect no reply and are not waited for) become
+//!    events exactly like a machine's (one per resolved
 //!    service domain, default `[Local]`; a child subject for an orchestrator-contract service);
 //!    if any were emitted, the expected responses become those events' ids (else the previous
 //!    map is kept); the output, when set, becomes the completion event `arvo.orc.<name>.done`
@@ -121,6 +126,7 @@ struct Call {
 struct Returned {
     context: Option<Value>,
     requests: Vec<Request>,
+    notifications: Vec<Request>,
     output: Option<Value>,
 }
 
@@ -149,6 +155,8 @@ pub struct ResumableCore {
     source: &'static str,
     versions: Vec<VersionEntry>,
     services: Vec<&'static VersionedContract>,
+    signals: Vec<&'static VersionedContract>,
+    notifications: Vec<&'static VersionedContract>,
     service_domains: Vec<Domain>,
     complete_domains: Vec<Domain>,
 }
@@ -176,6 +184,16 @@ impl ResumableCore {
         &self.services
     }
 
+    /// The declared signal contracts: events accepted from outside.
+    pub fn signals(&self) -> &[&'static VersionedContract] {
+        &self.signals
+    }
+
+    /// The declared notification contracts: events sent without expecting a reply.
+    pub fn notifications(&self) -> &[&'static VersionedContract] {
+        &self.notifications
+    }
+
     /// What a node records of this resumable in its store's catalog: each version's
     /// orchestrator definition (no chart) and its contracts.
     pub fn definitions(&self) -> Vec<crate::memory::Definition> {
@@ -199,6 +217,14 @@ impl ResumableCore {
     /// Validates a non-init event against the service contract declaring its type.
     fn validate_service(&self, event: &Event) -> Result<(), Violation> {
         let t = event.r#type();
+        let signals = self.signals.iter().copied().filter(|vc| vc.accepts().event_type() == t);
+        if let Some(signal) = signals.clone().next() {
+            let chosen = match resolve(event, signals) {
+                Resolution::Exact(vc) | Resolution::SameUri(vc, _) => vc,
+                _ => signal,
+            };
+            return chosen.validate_orchestration_input(event);
+        }
         let candidates: Vec<&VersionedContract> = self
             .services
             .iter()
@@ -226,15 +252,17 @@ impl ResumableCore {
         &self,
         event: &Event,
         requests: &[Request],
+        declared: &[&'static VersionedContract],
+        what: &str,
     ) -> Result<Vec<ServiceRequest>, StepError> {
         requests
             .iter()
             .map(|request| {
                 let contract = request.contract;
                 let event_type = contract.accepts().event_type();
-                if !self.services.iter().any(|s| s.uri() == contract.uri() && s.version() == contract.version()) {
+                if !declared.iter().any(|s| s.uri() == contract.uri() && s.version() == contract.version()) {
                     return Err(StepError::Violation(Violation::config(format!(
-                        "Resumable {} requested service {} ({event_type}), which is not among its declared services",
+                        "Resumable {} requested {what} {} ({event_type}), which is not among its declared {what}s",
                         self.source,
                         contract.dataschema()
                     ))));
@@ -329,12 +357,22 @@ impl CoreStep for ResumableCore {
             Ok(violation) => StepError::Violation(*violation),
             Err(error) => StepError::Failure(error),
         })?;
-        let requests = self.service_requests(event, &returned.requests)?;
+        let requests = self.service_requests(event, &returned.requests, &self.services, "service")?;
+        let notifications =
+            self.service_requests(event, &returned.notifications, &self.notifications, "notification")?;
         let mut events =
             request_events(self.source, &self.service_domains, &input, entry.contract, &requests)?;
         if !events.is_empty() {
             state.events.expected = events.iter().map(|e| (e.id().to_owned(), Vec::new())).collect();
         }
+        // Notifications expect no reply: they leave with the requests, outside the fan-in.
+        events.extend(request_events(
+            self.source,
+            &self.service_domains,
+            &input,
+            entry.contract,
+            &notifications,
+        )?);
         if let Some(context) = returned.context {
             state.context = context;
         }
@@ -369,7 +407,14 @@ pub type Resumable<Mem> = Workflow<ResumableCore, Mem>;
 impl<Mem: Memory<WorkflowRecord> + 'static> Workflow<ResumableCore, Mem> {
     /// Starts declaring a resumable storing its workflows in `memory`.
     pub fn builder(memory: Mem) -> ResumableBuilder<Mem> {
-        ResumableBuilder { memory, versions: Vec::new(), services: Vec::new(), options: Options::default() }
+        ResumableBuilder {
+            memory,
+            versions: Vec::new(),
+            services: Vec::new(),
+            signals: Vec::new(),
+            notifications: Vec::new(),
+            options: Options::default(),
+        }
     }
 
     /// The versions of the self contract served, in registration order.
@@ -377,9 +422,11 @@ impl<Mem: Memory<WorkflowRecord> + 'static> Workflow<ResumableCore, Mem> {
         self.lifecycle().core().versions()
     }
 
-    /// The contracts of the services it declared.
+    /// The contracts of the services and notifications it declared (a node needs a handler
+    /// for each, or declares it remote).
     pub fn services(&self) -> Vec<&'static VersionedContract> {
-        self.lifecycle().core().services().to_vec()
+        let core = self.lifecycle().core();
+        core.services().iter().chain(core.notifications()).copied().collect()
     }
 
     /// What a node records of this resumable in its store's catalog (see
@@ -395,6 +442,8 @@ pub struct ResumableBuilder<Mem> {
     memory: Mem,
     versions: Vec<VersionEntry>,
     services: Vec<&'static VersionedContract>,
+    signals: Vec<&'static VersionedContract>,
+    notifications: Vec<&'static VersionedContract>,
     options: Options,
 }
 
@@ -428,7 +477,7 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
             let handler = Arc::clone(&handler);
             Box::pin(async move {
                 let input = typed_input::<V, C>(call)?;
-                let ResumableOutput { context, requests, output } = (*handler)(input).await?;
+                let ResumableOutput { context, requests, notifications, output } = (*handler)(input).await?;
                 let context =
                     context.map(|c| crate::json::to_value(&c)).transpose().map_err(|e| match e {
                         // A value JSON cannot represent fails the step that produced it, as a
@@ -453,7 +502,7 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
                         "[Emittable Event Creation] Invalid event data: the resumable output cannot be serialized: {e}"
                     ))),
                 })?;
-                Ok(Returned { context, requests, output })
+                Ok(Returned { context, requests, notifications, output })
             })
         });
         self.versions.push(VersionEntry {
@@ -470,6 +519,23 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
     #[must_use]
     pub fn service<S: ContractVersion>(mut self) -> Self {
         self.services.push(S::versioned());
+        self
+    }
+
+    /// Declares signal `S`: an event the workflow accepts from outside while it runs (sent with
+    /// [`Node::signal`](crate::runtime::Node::signal)), validated against `S` and read with
+    /// [`ResumableInput::signal`].
+    #[must_use]
+    pub fn signal<S: ContractVersion>(mut self) -> Self {
+        self.signals.push(S::versioned());
+        self
+    }
+
+    /// Declares notification `N`: a contract that emits nothing, which the functions send with
+    /// [`ResumableOutput::notify`] without waiting for a reply.
+    #[must_use]
+    pub fn notification<N: crate::contract::NoReply>(mut self) -> Self {
+        self.notifications.push(N::versioned());
         self
     }
 
@@ -529,6 +595,8 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
             source,
             versions: self.versions,
             services: self.services,
+            signals: self.signals,
+            notifications: self.notifications,
             service_domains: self.options.service_domains.clone(),
             complete_domains: self.options.complete_domains.clone(),
         };

@@ -77,6 +77,16 @@ pub enum NodeError {
     /// was stored or published.
     #[error(transparent)]
     EventTooLarge(#[from] crate::event::EventTooLarge),
+    /// A signal could not be built: its payload breaks the contract's schema, or the subject is
+    /// no orchestration subject ([`Node::signal`](super::Node::signal)). Nothing was published.
+    #[error("signal to workflow `{subject}` refused: {source}")]
+    Signal {
+        /// The workflow's subject.
+        subject: String,
+        /// Why.
+        #[source]
+        source: crate::factory::FactoryError,
+    },
     /// The worker pools could not start.
     #[error("worker pools: {0}")]
     Pool(#[from] crate::runtime::pool::PoolError),

@@ -72,14 +72,18 @@
 mod builder;
 mod clients;
 mod error;
+mod signal;
 mod status;
+mod view;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 pub use builder::{DEFAULT_WORKERS, NODE_POOL, NodeBuilder, TimerSettings};
 pub use error::{MissingService, NodeError};
+pub use signal::SIGNAL_SOURCE;
 pub use status::WorkflowStatus;
+pub use view::{ViewError, WorkflowView};
 
 use super::pool::Consumer;
 use super::{DeadLetter, Dispatcher};
