@@ -687,4 +687,5 @@ pub use requests::{AsIs, ChildInit, RequestOptions, Requests, ServiceRequest, Se
 /// The old name of [`Requests`].
 #[deprecated(note = "renamed to `orchestrator::machine::Requests`")]
 pub type Outbox = Requests;
+pub use crate::orchestration::retry::{RetryPolicy, RetryPolicyError};
 pub use traits::{Machine, MachineEvent, ServiceInfo, ServiceOf};

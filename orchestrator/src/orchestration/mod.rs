@@ -64,6 +64,7 @@ mod lifecycle;
 mod options;
 pub mod replay;
 pub mod resumable;
+pub mod retry;
 mod statechart;
 pub mod timers;
 mod workflow;
@@ -77,6 +78,7 @@ use serde_json::{Number, Value};
 pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use lifecycle::{Lifecycle, wake_type};
 pub use resumable::{Resumable, ResumableBuilder};
+pub use retry::{RetryPolicy, RetryPolicyError};
 pub use statechart::{MachineCore, Orchestrator, OrchestratorBuilder};
 pub use workflow::Workflow;
 
