@@ -194,10 +194,11 @@ impl Lowerer<'_> {
         Init { expr, form }
     }
 
-    fn services(&mut self, list: Vec<(Ident, Type)>) {
+    fn services(&mut self, list: Vec<(Ident, Type, Option<super::retry::ServiceOptionsAst>)>) {
         let mut keys: HashMap<String, Ident> = HashMap::new();
         let mut types: HashMap<String, Ident> = HashMap::new();
-        for (key, ty) in list {
+        for (key, ty, options) in list {
+            let retry = options.and_then(|options| super::retry::check(self.cx, &key, &options));
             let text = key.unraw().to_string();
             if let Some(first) = keys.get(&text) {
                 self.cx.error_spanned_by(
@@ -225,7 +226,7 @@ impl Lowerer<'_> {
             types.insert(ty_text, key.clone());
             let pascal = pascal(&text);
             let error_variant = ident(&format!("{pascal}Error"), key.span());
-            self.services.push(Service { key, ty, pascal, error_variant });
+            self.services.push(Service { key, ty, pascal, error_variant, retry });
         }
     }
 
