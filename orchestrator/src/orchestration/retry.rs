@@ -211,6 +211,9 @@ struct Pending {
     due_ms: u64,
     /// The error that caused it.
     after_error: String,
+    /// The id of the request that failed.
+    #[serde(default)]
+    replaces: String,
     request: StoredRequest,
 }
 
@@ -310,6 +313,7 @@ impl RetryLedger {
             attempt: tracked.attempt + 1,
             due_ms: now_ms.saturating_add(delay),
             after_error: error_name.to_owned(),
+            replaces: tracked.id,
             request: tracked.request,
         });
         Intercepted::Retried
@@ -340,8 +344,9 @@ impl<'a, 'i> RetryEmitter<'a, 'i> {
         Self { source, service_domains, input, self_contract, services, count: 0 }
     }
 
-    /// The events of the retries due by the step's time (they are then in flight).
-    pub(crate) fn due(&mut self, ledger: &mut RetryLedger) -> Result<Vec<Event>, Violation> {
+    /// The events of the retries due by the step's time (they are then in flight), and for
+    /// each the id of the request it replaces.
+    pub(crate) fn due(&mut self, ledger: &mut RetryLedger) -> Result<Vec<(String, Event)>, Violation> {
         let now_ms = crate::memory::unix_ms(self.input.now);
         let (due, waiting): (Vec<Pending>, Vec<Pending>) =
             std::mem::take(&mut ledger.pending).into_iter().partition(|p| p.due_ms <= now_ms);
@@ -367,7 +372,8 @@ impl<'a, 'i> RetryEmitter<'a, 'i> {
                     domains: Some(vec![stored.domain.clone().map_or(Domain::Local, Domain::Named)]),
                 },
             };
-            events.extend(self.emit(ledger, &request, pending.attempt)?);
+            let replaces = pending.replaces;
+            events.extend(self.emit(ledger, &request, pending.attempt)?.into_iter().map(|e| (replaces.clone(), e)));
         }
         Ok(events)
     }

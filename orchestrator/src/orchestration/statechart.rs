@@ -246,7 +246,8 @@ impl CoreStep for MachineCore {
         let mut events = if retrying {
             let mut emitter =
                 RetryEmitter::new(self.source, &self.service_domains, &input, machine.contract(), &services);
-            let mut events = if done { Vec::new() } else { emitter.due(&mut ledger)? };
+            let mut events: Vec<_> =
+                if done { Vec::new() } else { emitter.due(&mut ledger)?.into_iter().map(|(_, e)| e).collect() };
             events.extend(emitter.requests(&mut ledger, &requests)?);
             if done {
                 ledger.clear();
