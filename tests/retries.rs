@@ -11,8 +11,11 @@ use orchestrator::contract::SystemErrorPayload;
 use orchestrator::handler::EventHandler;
 use orchestrator::memory::{InMemory, InMemoryConfig, Journal, Memory, Retention};
 use orchestrator::orchestration::replay::Until;
+use orchestrator::orchestration::resumable::{Request, ResumableInput, ResumableOutput};
 use orchestrator::orchestration::timers::Timers;
-use orchestrator::orchestration::{Clock, ManualClock, Orchestrator, WorkflowRecord};
+use orchestrator::orchestration::{
+    Clock, ManualClock, Orchestrator, Resumable, RetryPolicy, WorkflowRecord,
+};
 use orchestrator::prelude::*;
 use orchestrator_examples::calculator::{AddV1, Operands, Sum};
 
@@ -282,4 +285,79 @@ async fn a_retry_and_another_event_of_the_workflow_do_not_mix() {
     assert_eq!(done.data()["sum"], 5.0);
     // The retried request's answer then finds the workflow finished.
     assert!(w.send(&sum(&second)).await.is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resumables: the same policy, given to the builder.
+
+/// Sums two additions, fanned out; completes with `-1` if it ever sees an error.
+fn resumable(mem: &Mem, clock: &Arc<ManualClock>) -> Resumable<Mem> {
+    Resumable::builder(Arc::clone(mem))
+        .service_with_retry::<AddV1>(
+            RetryPolicy::new(2).backoff(Duration::from_millis(100), Duration::from_millis(100)).on(["Timeout"]),
+        )
+        .version(|input: ResumableInput<FlakyV1, ()>| async move {
+            if let Some(init) = input.init {
+                return Ok(ResumableOutput::wait().context(()).requests([
+                    Request::new::<AddV1>(Operands { a: init.a, b: init.b }),
+                    Request::new::<AddV1>(Operands { a: init.a, b: 10.0 }),
+                ]));
+            }
+            if input.service().is_some_and(|e| e.r#type().starts_with("sys.")) {
+                return Ok(ResumableOutput::complete(Output { sum: None, error: Some("seen".to_owned()) }));
+            }
+            let sums = input.collected::<AddV1, Sum>()?;
+            if sums.len() < 2 {
+                return Ok(ResumableOutput::wait());
+            }
+            Ok(ResumableOutput::complete(Output { sum: Some(sums.iter().map(|s| s.sum).sum()), error: None }))
+        })
+        .clock(Arc::clone(clock) as Arc<dyn Clock>)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_resumable_retries_a_failed_request_in_place_of_the_failed_one() {
+    let w = World::new();
+    let res = resumable(&w.mem, &w.clock);
+    let requests = res.execute(&w.init).await.unwrap();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert!(res.execute(&error(&requests[0], "Timeout")).await.unwrap().is_empty(), "not shown");
+    assert_eq!(w.record().await.wake_at_ms, Some(t0_ms() + 100));
+
+    w.clock.advance(Duration::from_millis(100));
+    let mut wakes = Vec::new();
+    Timers::new(Arc::clone(&w.mem))
+        .fire_due(|e| {
+            wakes.push(e);
+            Ok::<(), ()>(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(wakes.len(), 1);
+    let retried = only(res.execute(&wakes[0]).await.unwrap(), "com.calc.add");
+    assert_eq!(retried.data(), requests[0].data());
+    let expected = &w.record().await.state["events"]["expected"];
+    assert!(expected.get(retried.id()).is_some() && expected.get(requests[0].id()).is_none(), "{expected}");
+
+    assert!(res.execute(&sum(&requests[1])).await.unwrap().is_empty(), "one sum of two");
+    let done = only(res.execute(&sum(&retried)).await.unwrap(), "arvo.orc.test.flaky.done");
+    assert_eq!(done.data()["sum"], 5.0 + 12.0);
+    assert_eq!(done.data()["error"], serde_json::Value::Null, "the function never saw the error");
+}
+
+#[test]
+fn a_resumable_refuses_an_invalid_policy() {
+    let (mem, clock) = {
+        let w = World::new();
+        (w.mem, w.clock)
+    };
+    let built = Resumable::builder(Arc::clone(&mem))
+        .service_with_retry::<AddV1>(RetryPolicy::new(0))
+        .version(|_: ResumableInput<FlakyV1, ()>| async { Ok(ResumableOutput::wait()) })
+        .clock(clock as Arc<dyn Clock>)
+        .build();
+    let error = built.err().expect("refused").to_string();
+    assert!(error.contains("at least 1 attempt"), "{error}");
 }
