@@ -13,9 +13,7 @@ use orchestrator::memory::{InMemory, InMemoryConfig, Journal, Memory, Retention}
 use orchestrator::orchestration::replay::Until;
 use orchestrator::orchestration::resumable::{Request, ResumableInput, ResumableOutput};
 use orchestrator::orchestration::timers::Timers;
-use orchestrator::orchestration::{
-    Clock, ManualClock, Orchestrator, Resumable, RetryPolicy, WorkflowRecord,
-};
+use orchestrator::orchestration::{Clock, ManualClock, Orchestrator, Resumable, RetryPolicy, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator_examples::calculator::{AddV1, Operands, Sum};
 
@@ -124,8 +122,9 @@ impl World {
             .clock(Arc::clone(&clock) as Arc<dyn Clock>)
             .build()
             .unwrap();
-        let init =
-            EventFactory::<FlakyV1>::new().init(Input { a: 2.0, b: 3.0 }, Event::builder().source(CLIENT)).unwrap();
+        let init = EventFactory::<FlakyV1>::new()
+            .init(Input { a: 2.0, b: 3.0 }, Event::builder().source(CLIENT))
+            .unwrap();
         Self { mem, clock, orc, init }
     }
 
@@ -294,7 +293,9 @@ async fn a_retry_and_another_event_of_the_workflow_do_not_mix() {
 fn resumable(mem: &Mem, clock: &Arc<ManualClock>) -> Resumable<Mem> {
     Resumable::builder(Arc::clone(mem))
         .service_with_retry::<AddV1>(
-            RetryPolicy::new(2).backoff(Duration::from_millis(100), Duration::from_millis(100)).on(["Timeout"]),
+            RetryPolicy::new(2)
+                .backoff(Duration::from_millis(100), Duration::from_millis(100))
+                .on(["Timeout"]),
         )
         .version(|input: ResumableInput<FlakyV1, ()>| async move {
             if let Some(init) = input.init {

@@ -6,10 +6,10 @@
 use std::collections::HashSet;
 
 use proc_macro2::TokenStream;
+use proc_macro2::TokenTree;
 use quote::quote;
 use syn::ext::IdentExt;
 use syn::parse::ParseStream;
-use proc_macro2::TokenTree;
 use syn::{Expr, ExprLit, Ident, Lit, Token, braced};
 
 use crate::ctxt::Ctxt;
@@ -33,7 +33,10 @@ const RETRY_KEYS: &[&str] = &["attempts", "backoff", "jitter", "on"];
 
 /// Parses the options block, if one follows. A mistake inside it is recorded in `errors` and
 /// the rest of the block skipped: the service itself stays declared.
-pub(crate) fn parse(input: ParseStream<'_>, errors: &mut Vec<syn::Error>) -> syn::Result<Option<ServiceOptionsAst>> {
+pub(crate) fn parse(
+    input: ParseStream<'_>,
+    errors: &mut Vec<syn::Error>,
+) -> syn::Result<Option<ServiceOptionsAst>> {
     if !input.peek(syn::token::Brace) {
         return Ok(None);
     }
@@ -47,7 +50,10 @@ pub(crate) fn parse(input: ParseStream<'_>, errors: &mut Vec<syn::Error>) -> syn
     Ok(Some(ServiceOptionsAst { entries }))
 }
 
-fn parse_entries(content: ParseStream<'_>, entries: &mut Vec<(Ident, Vec<(Ident, Expr)>)>) -> syn::Result<()> {
+fn parse_entries(
+    content: ParseStream<'_>,
+    entries: &mut Vec<(Ident, Vec<(Ident, Expr)>)>,
+) -> syn::Result<()> {
     while !content.is_empty() {
         let key = content.call(Ident::parse_any)?;
         content.parse::<Token![:]>()?;
@@ -98,7 +104,9 @@ pub(crate) fn check(cx: &mut Ctxt, service: &Ident, options: &ServiceOptionsAst)
         if !OPTION_KEYS.contains(&text.as_str()) {
             cx.error_spanned_by(
                 key,
-                format!("unknown option `{text}` of service `{service}`; expected `retry: {{ attempts: 3, ... }}`"),
+                format!(
+                    "unknown option `{text}` of service `{service}`; expected `retry: {{ attempts: 3, ... }}`"
+                ),
             );
             continue;
         }
@@ -158,7 +166,10 @@ fn check_retry(cx: &mut Ctxt, retry: &Ident, fields: &[(Ident, Expr)]) -> Option
                 };
                 match (int(cx, start, "the first delay"), int(cx, end, "the cap")) {
                     (Some(s), Some(e)) if e < s => {
-                        cx.error_spanned_by(end, format!("the cap ({e} ms) is below the first delay ({s} ms)"));
+                        cx.error_spanned_by(
+                            end,
+                            format!("the cap ({e} ms) is below the first delay ({s} ms)"),
+                        );
                         ok = false;
                     }
                     (Some(s), Some(e)) => (first, cap) = (s, e),
@@ -195,7 +206,10 @@ fn check_retry(cx: &mut Ctxt, retry: &Ident, fields: &[(Ident, Expr)]) -> Option
                     }
                 }
                 if array.elems.is_empty() {
-                    cx.error_spanned_by(expr, "`on` lists at least one error name (leave it out to retry every error)");
+                    cx.error_spanned_by(
+                        expr,
+                        "`on` lists at least one error name (leave it out to retry every error)",
+                    );
                     ok = false;
                 }
             }
@@ -222,5 +236,69 @@ pub(crate) fn expand(spec: Option<&RetrySpec>) -> TokenStream {
                 .jitter(#jitter)
                 .on::<&'static str>([#(#on),*])
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::{TokenStream, TokenTree};
+
+    /// The messages of the `compile_error!`s of a machine whose `svc` service has `options`.
+    fn errors(options: &str) -> Vec<String> {
+        let input = format!(
+            "pub machine M {{ contract: C, services: {{ svc: S {options} }}, output: f, states: {{ a: {{ on: {{ svc::error => b }} }}, b: {{ type: final }} }} }}"
+        );
+        let mut out = Vec::new();
+        collect(super::super::run(input.parse().expect("tokenizes")), &mut out);
+        out
+    }
+
+    fn collect(tokens: TokenStream, out: &mut Vec<String>) {
+        let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+        for (i, t) in tokens.iter().enumerate() {
+            match t {
+                TokenTree::Ident(id) if id == "compile_error" => {
+                    if let Some(TokenTree::Group(g)) = tokens.get(i + 2) {
+                        let lit: syn::LitStr = syn::parse2(g.stream()).expect("a message");
+                        out.push(lit.value());
+                    }
+                }
+                TokenTree::Group(g) => collect(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn a_valid_policy_has_no_error() {
+        assert!(
+            errors("{ retry: { attempts: 3, backoff: 10 .. 20, jitter: true, on: [\"A\"] } }").is_empty()
+        );
+        assert!(errors("{ retry: { attempts: 1 } }").is_empty());
+    }
+
+    #[test]
+    fn every_mistake_is_reported_in_one_compile() {
+        let errs = errors(
+            "{ retry: { attempts: 0, backoff: 20 .. 10, tries: 1, jitter: 1, on: [\"A\", \"A\"], on: [] }, other: {} }",
+        );
+        let expected = [
+            "`attempts` counts the first try: at least 1",
+            "the cap (10 ms) is below the first delay (20 ms)",
+            "unknown key `tries` in `retry`",
+            "`jitter` is `true` or `false`",
+            "duplicate error name `A`",
+            "duplicate key `on` in `retry`",
+            "unknown option `other` of service `svc`",
+        ];
+        for e in expected {
+            assert!(errs.iter().any(|m| m.starts_with(e)), "missing {e:?} in {errs:?}");
+        }
+        assert_eq!(errs.len(), expected.len(), "{errs:?}");
+        assert_eq!(
+            errors("{ retry: { backoff: 1 .. 2 } }"),
+            ["`retry` needs `attempts: <n>` (the tries in all, the first included)"]
+        );
+        assert_eq!(errors("{ retry: { attempts 3 } }").len(), 1, "a syntax error inside is one error");
     }
 }

@@ -7,8 +7,8 @@
 //! * [`Resumable`]: the imperative, resumable orchestrator (Arvo's `ArvoResumable`), core
 //!   [`ResumableCore`](resumable::ResumableCore).
 //!
-//! Beside them: durable timers ([`timers`]), a workflow's history ([`history`]) and replay
-//! ([`replay`]). The events the orchestrators emit are built in [`crate::emit`]; incoming events
+//! Beside them: durable timers ([`timers`]), retries of service calls ([`retry`]), a workflow's
+//! history ([`history`]) and replay ([`replay`]). The events the orchestrators emit are built in [`crate::emit`]; incoming events
 //! are resolved against their contracts in [`contract`](mod@crate::contract).
 //!
 //! # The lifecycle ([`Lifecycle::execute`])

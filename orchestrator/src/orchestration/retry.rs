@@ -78,7 +78,13 @@ impl RetryPolicy {
     /// `attempts` tries in all (the first included), 1 s doubling up to 60 s between them, no
     /// jitter, every error retried.
     pub fn new(attempts: u32) -> Self {
-        Self { attempts, first: Duration::from_secs(1), cap: Duration::from_secs(60), jitter: false, on: Vec::new() }
+        Self {
+            attempts,
+            first: Duration::from_secs(1),
+            cap: Duration::from_secs(60),
+            jitter: false,
+            on: Vec::new(),
+        }
     }
 
     /// The delay before the second try (`first`), doubling for each later one, at most `cap`.
@@ -234,9 +240,9 @@ const KEY: &str = "retries";
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RetryService<'a> {
     /// The name a request carries ([`ServiceRequest::service`]).
-    pub name: &'static str,
-    pub contract: &'static VersionedContract,
-    pub policy: Option<&'a RetryPolicy>,
+    pub(crate) name: &'static str,
+    pub(crate) contract: &'static VersionedContract,
+    pub(crate) policy: Option<&'a RetryPolicy>,
 }
 
 /// What the engine decided about an incoming event.
@@ -253,8 +259,9 @@ impl RetryLedger {
     pub(crate) fn read(state: Option<&Value>) -> Result<Self, Violation> {
         match state.and_then(|s| s.get(KEY)) {
             None => Ok(Self::default()),
-            Some(value) => Self::deserialize(value)
-                .map_err(|e| Violation::execution(format!("the retries of the workflow cannot be read: {e}"))),
+            Some(value) => Self::deserialize(value).map_err(|e| {
+                Violation::execution(format!("the retries of the workflow cannot be read: {e}"))
+            }),
         }
     }
 
@@ -264,8 +271,9 @@ impl RetryLedger {
         if self.inflight.is_empty() && self.pending.is_empty() {
             object.remove(KEY);
         } else {
-            let value = serde_json::to_value(self)
-                .map_err(|e| Violation::execution(format!("the retries of the workflow cannot be saved: {e}")))?;
+            let value = serde_json::to_value(self).map_err(|e| {
+                Violation::execution(format!("the retries of the workflow cannot be saved: {e}"))
+            })?;
             object.insert(KEY.to_owned(), value);
         }
         Ok(())
@@ -325,11 +333,11 @@ impl RetryLedger {
 /// id derived from the workflow's subject and the triggering event (deterministic, for replays)
 /// and is tracked until its answer.
 pub(crate) struct RetryEmitter<'a, 'i> {
-    pub source: &'static str,
-    pub service_domains: &'a [crate::domain::Domain],
-    pub input: &'a StepInput<'i>,
-    pub self_contract: &'a VersionedContract,
-    pub services: &'a [RetryService<'a>],
+    source: &'static str,
+    service_domains: &'a [crate::domain::Domain],
+    input: &'a StepInput<'i>,
+    self_contract: &'a VersionedContract,
+    services: &'a [RetryService<'a>],
     count: u32,
 }
 
@@ -373,7 +381,9 @@ impl<'a, 'i> RetryEmitter<'a, 'i> {
                 },
             };
             let replaces = pending.replaces;
-            events.extend(self.emit(ledger, &request, pending.attempt)?.into_iter().map(|e| (replaces.clone(), e)));
+            events.extend(
+                self.emit(ledger, &request, pending.attempt)?.into_iter().map(|e| (replaces.clone(), e)),
+            );
         }
         Ok(events)
     }
@@ -416,7 +426,10 @@ impl<'a, 'i> RetryEmitter<'a, 'i> {
                 let trigger = self.input.event;
                 let id = derived_id(&[self.input.subject.as_str(), trigger.source(), trigger.id(), &count]);
                 event.to_builder().id(id).build().map_err(|e| {
-                    Violation::execution(format!("the retried request to {} cannot be built: {e}", request.service))
+                    Violation::execution(format!(
+                        "the retried request to {} cannot be built: {e}",
+                        request.service
+                    ))
                 })?
             } else {
                 event
@@ -453,7 +466,8 @@ mod tests {
 
     #[test]
     fn jitter_stays_within_the_backoff_and_is_deterministic() {
-        let policy = RetryPolicy::new(3).backoff(Duration::from_millis(100), Duration::from_secs(1)).jitter(true);
+        let policy =
+            RetryPolicy::new(3).backoff(Duration::from_millis(100), Duration::from_secs(1)).jitter(true);
         for seed in [0, 1, 99, 100, 101, u64::MAX] {
             assert!(policy.delay(2, seed) <= Duration::from_millis(200));
             assert_eq!(policy.delay(2, seed), policy.delay(2, seed));

@@ -246,8 +246,11 @@ impl CoreStep for MachineCore {
         let mut events = if retrying {
             let mut emitter =
                 RetryEmitter::new(self.source, &self.service_domains, &input, machine.contract(), &services);
-            let mut events: Vec<_> =
-                if done { Vec::new() } else { emitter.due(&mut ledger)?.into_iter().map(|(_, e)| e).collect() };
+            let mut events: Vec<_> = if done {
+                Vec::new()
+            } else {
+                emitter.due(&mut ledger)?.into_iter().map(|(_, e)| e).collect()
+            };
             events.extend(emitter.requests(&mut ledger, &requests)?);
             if done {
                 ledger.clear();
@@ -290,6 +293,9 @@ impl CoreStep for MachineCore {
 ///   or a new child subject for a service that is an orchestrator contract; to = the service
 ///   type; redirectto = the orchestrator; parentid = the triggering event; one event per unique
 ///   resolved service domain, default `[Local]`).
+/// * A system error of a service with a retry policy that retries it is not sent to the
+///   machine: the request is sent again after the backoff, on the workflow's durable timer
+///   (see [`retry`](super::retry)).
 /// * Once the machine is done, the completion `arvo.orc.<name>.done` is appended, exactly once,
 ///   even with an empty output: subject = the parent subject ?? the workflow's; to =
 ///   `meta.redirectto` ?? the initiator; parentid = the init event id; data = the output checked

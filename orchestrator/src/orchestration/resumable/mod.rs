@@ -213,10 +213,17 @@ impl ResumableCore {
 
     /// A wake-up: sends the retries due, each in place of the request it replaces among the
     /// expected responses. The function does not run.
-    fn send_due_retries(&self, input: &StepInput<'_>, services: &[RetryService<'_>]) -> Result<StepOutput, StepError> {
+    fn send_due_retries(
+        &self,
+        input: &StepInput<'_>,
+        services: &[RetryService<'_>],
+    ) -> Result<StepOutput, StepError> {
         let Some(value) = input.state else { return Ok(unchanged(input.state, false)) };
         let mut state = ResumableState::deserialize(value).map_err(|e| {
-            Violation::execution(format!("The state of resumable workflow (subject={}) cannot be read: {e}", input.subject.as_str()))
+            Violation::execution(format!(
+                "The state of resumable workflow (subject={}) cannot be read: {e}",
+                input.subject.as_str()
+            ))
         })?;
         if state.status == ResumableStatus::Done {
             return Ok(unchanged(input.state, true));
@@ -236,7 +243,10 @@ impl ResumableCore {
             events.push(event);
         }
         let mut value = serde_json::to_value(&state).map_err(|e| {
-            Violation::execution(format!("The state of resumable workflow (subject={}) cannot be written: {e}", input.subject.as_str()))
+            Violation::execution(format!(
+                "The state of resumable workflow (subject={}) cannot be written: {e}",
+                input.subject.as_str()
+            ))
         })?;
         ledger.write(&mut value)?;
         let wake_at = ledger.next_due_ms().map(crate::memory::from_unix_ms);
