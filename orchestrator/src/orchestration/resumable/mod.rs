@@ -385,8 +385,9 @@ impl CoreStep for ResumableCore {
         }
         if let Some(list) = event.parentid().and_then(|id| state.events.expected.get_mut(id)) {
             if list.iter().any(|e| e.id() == event.id()) {
-                // A redelivered response: already counted.
-                return Ok(unchanged(input.state, false));
+                // A redelivered response: already counted (a pending retry keeps its wake-up).
+                let wake_at = ledger.next_due_ms().map(crate::memory::from_unix_ms);
+                return Ok(StepOutput { wake_at, ..unchanged(input.state, false) });
             }
             list.push(event.clone());
         }
