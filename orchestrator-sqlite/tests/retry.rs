@@ -15,6 +15,7 @@ use orchestrator::prelude::*;
 use orchestrator_examples::calculator::{AddV1, AverageInput, AverageOutput, AverageV1, Operands, Sum};
 use orchestrator_sqlite::{SqliteConfig, SqliteMemory};
 
+#[allow(clippy::ptr_arg)] // an action takes the context as declared
 fn ask(ctx: &mut Vec<f64>, _: &AskingEvent, out: &mut AskingOutbox<'_>) {
     out.add(Operands { a: ctx[0], b: ctx[1] });
 }
