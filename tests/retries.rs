@@ -359,6 +359,6 @@ fn a_resumable_refuses_an_invalid_policy() {
         .version(|_: ResumableInput<FlakyV1, ()>| async { Ok(ResumableOutput::wait()) })
         .clock(clock as Arc<dyn Clock>)
         .build();
-    let error = built.err().expect("refused").to_string();
+    let error = built.expect_err("refused").to_string();
     assert!(error.contains("at least 1 attempt"), "{error}");
 }
