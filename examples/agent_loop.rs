@@ -6,11 +6,18 @@
 //! final answer. One [`Node`] runs it all; the example prints the conversation and the timeline
 //! of events (its in-process transport logs every event it accepts).
 //!
+//! The model is rate limited: its first answer to each prompt is a `RateLimited` system error.
+//! The `llm` service's retry policy (`retry: { attempts: 3, backoff: 50 .. 500, on: ["RateLimited"] }`)
+//! sends the prompt again 50 ms later on the workflow's durable timer; the machine never sees
+//! the error, and the example prints the attempts per prompt.
+//!
 //! Run with `cargo run --example agent_loop`.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use orchestrator::domain::Domain;
+use orchestrator::emit::NamedError;
 use orchestrator::handler::service::{Emit, ServiceHandler, ServiceInput};
 use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
@@ -210,7 +217,12 @@ orchestrator::machine! {
     /// model answers.
     pub machine AgentLoop {
         contract: AgentV1,
-        services: { llm: LlmV1, approval: ApprovalV1, add: AddV1 },
+        services: {
+            // A rate-limited model: its `RateLimited` errors are retried, 50 ms then 100 ms later.
+            llm: LlmV1 { retry: { attempts: 3, backoff: 50 .. 500, on: ["RateLimited"] } },
+            approval: ApprovalV1,
+            add: AddV1,
+        },
         context: Conversation,
         init: |input| Conversation {
             messages: vec![Message::new("user", input.question.clone())],
@@ -329,9 +341,26 @@ fn line(i: &str, event: &Event) -> Result<String, serde_json::Error> {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Calls of the model per prompt (by its number of messages): the first of each is refused.
+    let attempts: Arc<Mutex<BTreeMap<usize, u32>>> = Arc::default();
     let llm = ServiceHandler::<Llm>::builder()
-        .version(|input: ServiceInput<LlmV1>| async move {
-            scripted_model(&input.payload).map_err(|e| std::io::Error::other(e).into())
+        .version({
+            let attempts = Arc::clone(&attempts);
+            move |input: ServiceInput<LlmV1>| {
+                let attempts = Arc::clone(&attempts);
+                async move {
+                    let calls = {
+                        let mut attempts = attempts.lock().unwrap_or_else(PoisonError::into_inner);
+                        let calls = attempts.entry(input.payload.messages.len()).or_insert(0);
+                        *calls += 1;
+                        *calls
+                    };
+                    if calls == 1 {
+                        return Err(NamedError::new("RateLimited", "too many requests, try again").into());
+                    }
+                    scripted_model(&input.payload).map_err(|e| std::io::Error::other(e).into())
+                }
+            }
         })
         .build()?;
     let store = Arc::new(InMemory::<WorkflowRecord>::new(InMemoryConfig {
@@ -385,6 +414,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  {:>9}: {}", message.role, message.content);
     }
     println!("final answer: {}", result.answer);
+    let attempts = std::mem::take(&mut *attempts.lock().unwrap_or_else(PoisonError::into_inner));
+    println!("llm attempts per prompt (the first of each was rate limited, then retried):");
+    for (messages, calls) in &attempts {
+        println!("  prompt of {messages} message(s): {calls} attempt(s)");
+    }
     node.shutdown().await;
 
     if done.r#type() != "arvo.orc.agent.loop.done" || result.answer != "The answer is 42." {
@@ -397,6 +431,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if !node.take_dead_letters().is_empty() {
         return Err("some events were dead-lettered".into());
+    }
+    if attempts.len() != 2 || attempts.values().any(|&calls| calls != 2) {
+        return Err(format!("expected 2 prompts of 2 attempts each, got {attempts:?}").into());
     }
     let domains: Vec<_> = answered.iter().map(|a| (a.request.domain(), a.reply_id.is_some())).collect();
     if domains != [(Some("human.interaction"), true)] {

@@ -238,6 +238,21 @@
 //! # }
 //! ```
 //!
+//! ## Recipe: retrying a flaky service
+//!
+//! Give the service a retry policy where the machine declares it:
+//!
+//! ```text
+//! services: { llm: LlmV1 { retry: { attempts: 3, backoff: 50 .. 500, jitter: true, on: ["RateLimited"] } } },
+//! ```
+//!
+//! A `RateLimited` system error of the `llm` service then never reaches the machine while
+//! attempts are left: the orchestrator sends the request again after the backoff (50 ms, then
+//! 100 ms, doubling up to 500 ms, jittered), on the workflow's durable timer, so a retry survives
+//! a restart and shows in the journal. Once the attempts are used up, or for another error, the
+//! machine's `llm::error` transition runs. `examples/agent_loop.rs` retries a rate-limited model;
+//! the rules are in [`machine`](crate::machine#retries) and [`RetryPolicy`](crate::orchestration::RetryPolicy).
+//!
 //! ## Testing a workflow
 //!
 //! [`harness`](crate::harness) runs scenarios against a handler with no infrastructure (Arvo's

@@ -48,8 +48,9 @@ pub(crate) enum Value {
     Type(Box<Type>),
     /// An expression (`init`, `output`).
     Expr(Box<Expr>),
-    /// `{ name: ContractVersion, ... }` (`services`, `signals`, `notifications`).
-    Services(Vec<(Ident, Type)>),
+    /// `{ name: ContractVersion, name: ContractVersion { retry: { ... } }, ... }` (`services`,
+    /// `signals`, `notifications`; options only for services).
+    Services(Vec<(Ident, Type, Option<super::retry::ServiceOptionsAst>)>),
     /// A word (`type: parallel`, `history: deep`).
     Word(Ident),
     /// One path or `[path, ...]` (`initial`, `target`).
@@ -359,11 +360,12 @@ pub(crate) fn parse_body(input: ParseStream<'_>, errors: &mut Vec<syn::Error>) -
             "services" | "signals" | "notifications" => {
                 let content;
                 braced!(content in input);
-                Value::Services(parse_list(&content, errors, |input, _| {
+                Value::Services(parse_list(&content, errors, |input, errors| {
                     let name: Ident = input.parse()?;
                     input.parse::<Token![:]>()?;
                     let ty: Type = input.parse()?;
-                    Ok((name, ty))
+                    let options = super::retry::parse(input, errors)?;
+                    Ok((name, ty, options))
                 }))
             }
             "type" | "history" => Value::Word(input.call(Ident::parse_any)?),

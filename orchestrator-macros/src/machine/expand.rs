@@ -438,7 +438,8 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
     let services = model.services.iter().map(|s| {
         let ty = &s.ty;
         let text = syn::ext::IdentExt::unraw(&s.key).to_string();
-        quote!(::orchestrator::machine::ServiceInfo::of::<#ty>(#text))
+        let retry = super::retry::expand(s.retry.as_ref());
+        quote!(::orchestrator::machine::ServiceInfo::of::<#ty>(#text) #retry)
     });
 
     // Each user function is ascribed its type, spanned on the user's expression: a wrong

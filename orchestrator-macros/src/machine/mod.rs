@@ -6,6 +6,7 @@ pub(crate) mod chart;
 pub(crate) mod expand;
 pub(crate) mod model;
 pub(crate) mod names;
+pub(crate) mod retry;
 pub(crate) mod signals;
 pub(crate) mod valid;
 

@@ -92,6 +92,8 @@ pub(crate) struct Service {
     pub pascal: String,
     /// The system-error variant (`<Key>Error`).
     pub error_variant: Ident,
+    /// Its retry policy (`key: Type { retry: { ... } }`), when declared and valid.
+    pub retry: Option<super::retry::RetrySpec>,
 }
 
 /// A typed event variant: `<Service><Payload>(Payload)`.

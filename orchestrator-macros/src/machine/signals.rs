@@ -82,7 +82,7 @@ pub(crate) fn declare(
         let pascal = pascal(&text);
         // Never generated for a signal or a notification (they have no system error).
         let error_variant = ident(&format!("{pascal}Error"), key.span());
-        out.push(Service { key, ty, pascal, error_variant });
+        out.push(Service { key, ty, pascal, error_variant, retry: None });
     }
     out
 }

@@ -139,8 +139,10 @@ pub(crate) fn check(cx: &mut Ctxt, decl: MachineDecl) -> Checked {
                 services_span = entry.key.span();
                 lw.services(list);
             }
-            ("signals", Some(Value::Services(list))) => signal_list = list,
-            ("notifications", Some(Value::Services(list))) => notification_list = list,
+            ("signals", Some(Value::Services(list))) => signal_list = without_options(lw.cx, "signal", list),
+            ("notifications", Some(Value::Services(list))) => {
+                notification_list = without_options(lw.cx, "notification", list);
+            }
             _ => {}
         }
     }
@@ -241,10 +243,11 @@ impl Lowerer<'_> {
         Init { expr, form }
     }
 
-    fn services(&mut self, list: Vec<(Ident, Type)>) {
+    fn services(&mut self, list: Vec<(Ident, Type, Option<super::retry::ServiceOptionsAst>)>) {
         let mut keys: HashMap<String, Ident> = HashMap::new();
         let mut types: HashMap<String, Ident> = HashMap::new();
-        for (key, ty) in list {
+        for (key, ty, options) in list {
+            let retry = options.and_then(|options| super::retry::check(self.cx, &key, &options));
             let text = key.unraw().to_string();
             if let Some(first) = keys.get(&text) {
                 self.cx.error_spanned_by(
@@ -272,7 +275,7 @@ impl Lowerer<'_> {
             types.insert(ty_text, key.clone());
             let pascal = pascal(&text);
             let error_variant = ident(&format!("{pascal}Error"), key.span());
-            self.services.push(Service { key, ty, pascal, error_variant });
+            self.services.push(Service { key, ty, pascal, error_variant, retry });
         }
     }
 
@@ -887,4 +890,24 @@ mod tests {
         assert_eq!(event_variant("Add", "Address"), "AddAddress");
         assert_eq!(event_variant("Average", "AverageOutput"), "AverageOutput");
     }
+}
+
+/// The keys and contracts of `signals` or `notifications`: options (`{ retry: … }`) are for
+/// the services a machine calls, an error on the key otherwise.
+fn without_options(
+    cx: &mut Ctxt,
+    what: &str,
+    list: Vec<(Ident, Type, Option<super::retry::ServiceOptionsAst>)>,
+) -> Vec<(Ident, Type)> {
+    list.into_iter()
+        .map(|(key, ty, options)| {
+            if options.is_some() {
+                cx.error_spanned_by(
+                    &key,
+                    format!("a {what} takes no options: `{{ retry: … }}` is for the services a machine calls"),
+                );
+            }
+            (key, ty)
+        })
+        .collect()
 }

@@ -34,6 +34,7 @@
 //!     version: "1.0.0",              // optional: must equal the self contract's version
 //!     contract: SelfV1,              // the self contract version (an orchestrator contract)
 //!     services: { add: AddV1, … },   // optional: service name → contract version
+//!     //   a service may retry: pay: PayV1 { retry: { attempts: 5, backoff: 200 .. 10_000, jitter: true, on: ["Timeout"] } }
 //!     signals: { approve: DecisionV1, … },       // optional: events accepted from outside
 //!     notifications: { audit: AuditV1, … },     // optional: events sent, no reply expected
 //!     context: Ctx,                  // optional (default `()`): Serialize + DeserializeOwned + Clone + Send
@@ -711,6 +712,94 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Retries
+//!
+//! A service may declare a retry policy: `pay: PayV1 { retry: { attempts: 5, backoff: 200 .. 10_000,
+//! jitter: true, on: ["Timeout", "Unavailable"] } }`.
+//!
+//! | Key | Meaning | Default |
+//! |---|---|---|
+//! | `attempts` | tries in all, the first included (at least 1) | required |
+//! | `backoff` | `first .. cap` in ms: the delay after the first failure, doubling after each later one, at most `cap` | `1_000 .. 60_000` |
+//! | `jitter` | full jitter: each delay drawn between 0 and its backoff | `false` |
+//! | `on` | the `errorName`s of the service's system error that retry | every error |
+//!
+//! When the orchestrator running the machine gets the service's system error
+//! (`sys.<type>.error`) for a request, the policy retries that `errorName` and attempts are
+//! left, the machine does **not** see the error: the request is sent again after the delay (same
+//! data, `to`, domain and child-subject rules, a new id), on the workflow's durable timer (the
+//! one of `after`), so a pending retry survives a restart. Only when the attempts are used up, or
+//! for an error the policy does not name, does the machine get the error (`svc::error`). Each
+//! retry shows in the journal: the error is consumed by a step that emits nothing, the wake-up
+//! that sends the new request is another. The bookkeeping (requests in flight to services with a
+//! policy, retries waiting) is kept in the workflow's state under `"retries"`; jitter is drawn
+//! from a hash of the subject, the request id and the attempt, so a replay computes the same
+//! delays. See [`RetryPolicy`] and [`orchestration::retry`](crate::orchestration::retry). A
+//! [`MachineInstance`] driven by hand does not retry: it is the [`Orchestrator`](crate::orchestration::Orchestrator)'s job.
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done { pub paid: bool }
+//! # #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Charge { pub cents: u64 }
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Receipt {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! # orchestrator::simple_contract! {
+//! #     pub contract Pay { uri: "#/pay", type: "pay",
+//! #         versions: { PayV1 = "1.0.0" { accepts: Charge, emits: Receipt } } }
+//! # }
+//! use std::sync::Arc;
+//! use std::time::{Duration, SystemTime};
+//! use orchestrator::contract::SystemErrorPayload;
+//! use orchestrator::handler::EventHandler;
+//! use orchestrator::memory::{InMemory, Memory};
+//! use orchestrator::orchestration::{Clock, ManualClock, Orchestrator, WorkflowRecord};
+//!
+//! orchestrator::machine! {
+//!     pub machine Checkout {
+//!         contract: FlowV1,
+//!         services: { pay: PayV1 { retry: { attempts: 3, backoff: 500 .. 5_000, on: ["Timeout"] } } },
+//!         context: bool,
+//!         init: |_| false,
+//!         output: |paid| Done { paid: *paid },
+//!         states: {
+//!             paying: {
+//!                 entry: [|_, _, out| out.pay(Charge { cents: 100 })],
+//!                 on: { pay::Receipt => { target: done, actions: [|paid, _, _| *paid = true] }, pay::error => done },
+//!             },
+//!             done: { type: final },
+//!         },
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let clock = Arc::new(ManualClock::new(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)));
+//! let memory = Arc::new(InMemory::<WorkflowRecord>::default());
+//! let checkout = Orchestrator::builder(Arc::clone(&memory))
+//!     .machine::<Checkout>()
+//!     .clock(clock.clone() as Arc<dyn Clock>)
+//!     .build()?;
+//! let init = EventFactory::<FlowV1>::new().init(Start {}, Event::builder().source("com.shop"))?;
+//! let request = checkout.execute(&init).await?.remove(0);
+//!
+//! // The payment service times out: the machine does not see it, a retry is due in 500 ms.
+//! let answer = Event::builder()
+//!     .source("pay")
+//!     .subject(request.subject())
+//!     .parentid(request.id())
+//!     .to(request.redirectto().unwrap_or_default());
+//! let timeout = EventFactory::<PayV1>::new().system_error(SystemErrorPayload::new("Timeout", "slow"), answer)?;
+//! assert!(checkout.execute(&timeout).await?.is_empty());
+//! let record = memory.read(init.subject()).await?.expect("stored").record;
+//! assert_eq!(record.wake_at_ms, Some(1_800_000_000_500));
+//! assert_eq!(record.state["retries"]["pending"][0]["attempt"], 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
 //! # Final states and output
 //!
 //! Reaching a final child of the machine completes it: [`MachineInstance::is_done`], and
@@ -806,4 +895,5 @@ pub use requests::{AsIs, ChildInit, RequestOptions, Requests, ServiceRequest, Se
 #[deprecated(note = "renamed to `orchestrator::machine::Requests`")]
 pub type Outbox = Requests;
 pub use signals::SignalPayload;
+pub use crate::orchestration::retry::{RetryPolicy, RetryPolicyError};
 pub use traits::{Machine, MachineEvent, ServiceInfo, ServiceOf};

@@ -12,6 +12,7 @@ use super::init_meta::InitMeta;
 use super::requests::Requests;
 use crate::contract::{ContractVersion, OrchestratorVersion, Payload, VersionedContract};
 use crate::event::Event;
+use crate::orchestration::RetryPolicy;
 use crate::violation::Violation;
 
 /// A service a machine declared: its key in `services: { … }` and its contract version.
@@ -21,12 +22,21 @@ pub struct ServiceInfo {
     pub name: &'static str,
     /// The contract version.
     pub contract: &'static VersionedContract,
+    /// How a failed call is retried (`pay: PayV1 { retry: { … } }`), if at all.
+    pub retry: Option<RetryPolicy>,
 }
 
 impl ServiceInfo {
     /// The service `name` with contract version `V`.
     pub fn of<V: ContractVersion>(name: &'static str) -> Self {
-        Self { name, contract: V::versioned() }
+        Self { name, contract: V::versioned(), retry: None }
+    }
+
+    /// The same service, with a retry policy.
+    #[must_use]
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
     }
 }
 

@@ -7,8 +7,8 @@
 //! * [`Resumable`]: the imperative, resumable orchestrator (Arvo's `ArvoResumable`), core
 //!   [`ResumableCore`](resumable::ResumableCore).
 //!
-//! Beside them: durable timers ([`timers`]), cancellation ([`cancel`]), a workflow's history
-//! ([`history`]) and replay ([`replay`]). The events the orchestrators emit are built in [`crate::emit`]; incoming events
+//! Beside them: durable timers ([`timers`]), retries of service calls ([`retry`]), cancellation
+//! ([`cancel`]), a workflow's history ([`history`]) and replay ([`replay`]). The events the orchestrators emit are built in [`crate::emit`]; incoming events
 //! are resolved against their contracts in [`contract`](mod@crate::contract).
 //!
 //! # The lifecycle ([`Lifecycle::execute`])
@@ -66,6 +66,7 @@ mod lifecycle;
 mod options;
 pub mod replay;
 pub mod resumable;
+pub mod retry;
 mod statechart;
 pub mod timers;
 mod workflow;
@@ -79,6 +80,7 @@ use serde_json::{Number, Value};
 pub use crate::clock::{Clock, ManualClock, SystemClock};
 pub use lifecycle::{Lifecycle, wake_type};
 pub use resumable::{Resumable, ResumableBuilder};
+pub use retry::{RetryPolicy, RetryPolicyError};
 pub use statechart::{MachineCore, Orchestrator, OrchestratorBuilder};
 pub use workflow::Workflow;
 

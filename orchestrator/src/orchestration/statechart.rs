@@ -11,11 +11,12 @@ use serde_json::Value;
 
 use super::definitions;
 use super::options::{Options, option_setters};
+use super::retry::{Intercepted, RetryEmitter, RetryLedger, RetryService};
 use super::{CoreStep, Locking, StepError, StepInput, StepOutput, Workflow, WorkflowRecord};
 use crate::contract::{ContractVersion, Emits, VersionedContract};
 use crate::domain::Domain;
 use crate::emit::{completion_events, request_events};
-use crate::machine::{Machine, MachineError, MachineInstance, ServiceRequest, Snapshot};
+use crate::machine::{Machine, MachineError, MachineInstance, ServiceInfo, ServiceRequest, Snapshot};
 use crate::memory::unix_ms;
 use crate::memory::{Definition, Memory};
 use crate::subject::Subject;
@@ -38,6 +39,8 @@ trait ErasedMachine: Send + Sync + 'static {
     fn contract(&self) -> &'static VersionedContract;
     fn complete_type(&self) -> &'static str;
     fn services(&self) -> Vec<&'static VersionedContract>;
+    /// The declared services with their retry policies.
+    fn service_infos(&self) -> Vec<ServiceInfo>;
     fn run(&self, input: &StepInput<'_>) -> Result<Stepped, StepError>;
     /// The machine's definitions for a store's catalog.
     fn definitions(&self) -> Vec<Definition>;
@@ -64,6 +67,10 @@ impl<M: Machine> ErasedMachine for Erased<M> {
     fn services(&self) -> Vec<&'static VersionedContract> {
         // Notifications are called like services (a handler must listen on their topic).
         M::services().into_iter().chain(M::notifications()).map(|s| s.contract).collect()
+    }
+
+    fn service_infos(&self) -> Vec<ServiceInfo> {
+        M::services()
     }
 
     fn complete_type(&self) -> &'static str {
@@ -206,21 +213,58 @@ impl CoreStep for MachineCore {
             span.result(&resolved);
             resolved?
         };
-        let Stepped { requests, state, output, wake_at } = {
+        // Retries (see `retry`): a retried error is not shown to the machine, which only fires
+        // its due timers then.
+        let infos = machine.service_infos();
+        let services: Vec<RetryService<'_>> = infos
+            .iter()
+            .map(|s| RetryService { name: s.name, contract: s.contract, policy: s.retry.as_ref() })
+            .collect();
+        let retrying = services.iter().any(|s| s.policy.is_some());
+        let mut ledger = if retrying { RetryLedger::read(input.state)? } else { RetryLedger::default() };
+        let mut run_input = input;
+        if retrying
+            && !input.is_wake
+            && input.state.is_some()
+            && ledger.on_event(input.event, input.subject.as_str(), unix_ms(input.now), &services)
+                == Intercepted::Retried
+        {
+            run_input.is_wake = true;
+        }
+        let Stepped { requests, mut state, output, mut wake_at } = {
             let mut span = telemetry::internal_span("Execute Machine");
             span.attributes(&[
                 ("arvo.machine.type", machine.name()),
                 ("arvo.machine.version", machine.contract().version_str()),
             ]);
-            let ran = machine.run(&input);
+            let ran = machine.run(&run_input);
             if let Err(StepError::Failure(error)) = &ran {
                 span.error(error);
             }
             ran?
         };
-        let mut events =
-            request_events(self.source, &self.service_domains, &input, machine.contract(), &requests)?;
         let done = output.is_some();
+        let mut events = if retrying {
+            let mut emitter =
+                RetryEmitter::new(self.source, &self.service_domains, &input, machine.contract(), &services);
+            let mut events: Vec<_> = if done {
+                Vec::new()
+            } else {
+                emitter.due(&mut ledger)?.into_iter().map(|(_, e)| e).collect()
+            };
+            events.extend(emitter.requests(&mut ledger, &requests)?);
+            if done {
+                ledger.clear();
+            }
+            ledger.write(&mut state)?;
+            if let Some(due) = ledger.next_due_ms() {
+                let due = UNIX_EPOCH + Duration::from_millis(due);
+                wake_at = Some(wake_at.map_or(due, |w| w.min(due)));
+            }
+            events
+        } else {
+            request_events(self.source, &self.service_domains, &input, machine.contract(), &requests)?
+        };
         if let Some(output) = output {
             events.extend(completion_events(
                 self.source,
@@ -250,6 +294,9 @@ impl CoreStep for MachineCore {
 ///   or a new child subject for a service that is an orchestrator contract; to = the service
 ///   type; redirectto = the orchestrator; parentid = the triggering event; one event per unique
 ///   resolved service domain, default `[Local]`).
+/// * A system error of a service with a retry policy that retries it is not sent to the
+///   machine: the request is sent again after the backoff, on the workflow's durable timer
+///   (see [`retry`](super::retry)).
 /// * Once the machine is done, the completion `arvo.orc.<name>.done` is appended, exactly once,
 ///   even with an empty output: subject = the parent subject ?? the workflow's; to =
 ///   `meta.redirectto` ?? the initiator; parentid = the init event id; data = the output checked

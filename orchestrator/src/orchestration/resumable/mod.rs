@@ -59,6 +59,7 @@ use crate::json::NotJson;
 pub use io::{Collected, Request, ResumableInput, ResumableOutput};
 
 use super::options::{Options, option_setters};
+use super::retry::{Intercepted, RetryEmitter, RetryLedger, RetryPolicy, RetryService};
 use super::{CoreStep, Locking, StepError, StepInput, StepOutput, Workflow, WorkflowRecord};
 use crate::contract::{
     ArvoContract, Contract, ContractVersion, Emits, OrchestratorVersion, Resolution, VersionedContract,
@@ -157,6 +158,8 @@ pub struct ResumableCore {
     services: Vec<&'static VersionedContract>,
     signals: Vec<&'static VersionedContract>,
     notifications: Vec<&'static VersionedContract>,
+    /// The retry policies of services declared with [`ResumableBuilder::service_with_retry`].
+    retries: Vec<(&'static VersionedContract, RetryPolicy)>,
     service_domains: Vec<Domain>,
     complete_domains: Vec<Domain>,
 }
@@ -212,6 +215,60 @@ impl ResumableCore {
                 ))
             },
         )
+    }
+
+    /// The services, with their retry policies.
+    fn retry_services(&self) -> Vec<RetryService<'_>> {
+        self.services
+            .iter()
+            .map(|&contract| RetryService {
+                name: contract.accepts().event_type(),
+                contract,
+                policy: self.retries.iter().find(|(c, _)| std::ptr::eq(*c, contract)).map(|(_, p)| p),
+            })
+            .collect()
+    }
+
+    /// A wake-up: sends the retries due, each in place of the request it replaces among the
+    /// expected responses. The function does not run.
+    fn send_due_retries(
+        &self,
+        input: &StepInput<'_>,
+        services: &[RetryService<'_>],
+    ) -> Result<StepOutput, StepError> {
+        let Some(value) = input.state else { return Ok(unchanged(input.state, false)) };
+        let mut state = ResumableState::deserialize(value).map_err(|e| {
+            Violation::execution(format!(
+                "The state of resumable workflow (subject={}) cannot be read: {e}",
+                input.subject.as_str()
+            ))
+        })?;
+        if state.status == ResumableStatus::Done {
+            return Ok(unchanged(input.state, true));
+        }
+        let entry = self.resolve(input.subject)?;
+        let mut ledger = RetryLedger::read(input.state)?;
+        let sent = RetryEmitter::new(self.source, &self.service_domains, input, entry.contract, services)
+            .due(&mut ledger)?;
+        let mut events = Vec::with_capacity(sent.len());
+        for (replaces, event) in sent {
+            if state.events.expected.contains_key(&replaces) {
+                state.events.expected = std::mem::take(&mut state.events.expected)
+                    .into_iter()
+                    .map(|(id, list)| if id == replaces { (event.id().to_owned(), list) } else { (id, list) })
+                    .collect();
+            }
+            events.push(event);
+        }
+        let mut value = serde_json::to_value(&state).map_err(|e| {
+            Violation::execution(format!(
+                "The state of resumable workflow (subject={}) cannot be written: {e}",
+                input.subject.as_str()
+            ))
+        })?;
+        ledger.write(&mut value)?;
+        let wake_at = ledger.next_due_ms().map(crate::memory::from_unix_ms);
+        Ok(StepOutput { events, state: value, done: false, wake_at })
     }
 
     /// Validates a non-init event against the service contract declaring its type.
@@ -308,9 +365,14 @@ impl CoreStep for ResumableCore {
     }
 
     async fn step(&self, input: StepInput<'_>) -> Result<StepOutput, StepError> {
+        let services = self.retry_services();
+        let retrying = services.iter().any(|s| s.policy.is_some());
         if input.is_wake {
-            // A resumable has no timers.
-            return Ok(unchanged(input.state, false));
+            // A resumable's only timers are its retries.
+            if !retrying {
+                return Ok(unchanged(input.state, false));
+            }
+            return self.send_due_retries(&input, &services);
         }
         let entry = self.resolve(input.subject)?;
         let event = input.event;
@@ -337,10 +399,23 @@ impl CoreStep for ResumableCore {
             Some(state) => state,
             None => ResumableState::default(),
         };
+        let mut ledger = if retrying { RetryLedger::read(input.state)? } else { RetryLedger::default() };
+        if retrying
+            && !is_init
+            && ledger.on_event(event, input.subject.as_str(), crate::memory::unix_ms(input.now), &services)
+                == Intercepted::Retried
+        {
+            // A retried error: the function does not see it; the retry is the workflow's timer.
+            let mut state = input.state.cloned().unwrap_or(Value::Null);
+            ledger.write(&mut state)?;
+            let wake_at = ledger.next_due_ms().map(crate::memory::from_unix_ms);
+            return Ok(StepOutput { events: Vec::new(), state, done: false, wake_at });
+        }
         if let Some(list) = event.parentid().and_then(|id| state.events.expected.get_mut(id)) {
             if list.iter().any(|e| e.id() == event.id()) {
-                // A redelivered response: already counted.
-                return Ok(unchanged(input.state, false));
+                // A redelivered response: already counted (a pending retry keeps its wake-up).
+                let wake_at = ledger.next_due_ms().map(crate::memory::from_unix_ms);
+                return Ok(StepOutput { wake_at, ..unchanged(input.state, false) });
             }
             list.push(event.clone());
         }
@@ -360,8 +435,12 @@ impl CoreStep for ResumableCore {
         let requests = self.service_requests(event, &returned.requests, &self.services, "service")?;
         let notifications =
             self.service_requests(event, &returned.notifications, &self.notifications, "notification")?;
-        let mut events =
-            request_events(self.source, &self.service_domains, &input, entry.contract, &requests)?;
+        let mut events = if retrying {
+            RetryEmitter::new(self.source, &self.service_domains, &input, entry.contract, &services)
+                .requests(&mut ledger, &requests)?
+        } else {
+            request_events(self.source, &self.service_domains, &input, entry.contract, &requests)?
+        };
         if !events.is_empty() {
             state.events.expected = events.iter().map(|e| (e.id().to_owned(), Vec::new())).collect();
         }
@@ -389,13 +468,18 @@ impl CoreStep for ResumableCore {
             state.status = ResumableStatus::Done;
         }
         let done = state.status == ResumableStatus::Done;
-        let state = serde_json::to_value(&state).map_err(|e| {
+        let mut state = serde_json::to_value(&state).map_err(|e| {
             Violation::execution(format!(
                 "The state of resumable workflow (subject={}) cannot be written: {e}",
                 event.subject()
             ))
         })?;
-        Ok(StepOutput { events, state, done, wake_at: None })
+        if done {
+            ledger.clear();
+        }
+        ledger.write(&mut state)?;
+        let wake_at = ledger.next_due_ms().map(crate::memory::from_unix_ms);
+        Ok(StepOutput { events, state, done, wake_at })
     }
 }
 
@@ -413,6 +497,7 @@ impl<Mem: Memory<WorkflowRecord> + 'static> Workflow<ResumableCore, Mem> {
             services: Vec::new(),
             signals: Vec::new(),
             notifications: Vec::new(),
+            retries: Vec::new(),
             options: Options::default(),
         }
     }
@@ -444,6 +529,7 @@ pub struct ResumableBuilder<Mem> {
     services: Vec<&'static VersionedContract>,
     signals: Vec<&'static VersionedContract>,
     notifications: Vec<&'static VersionedContract>,
+    retries: Vec<(&'static VersionedContract, RetryPolicy)>,
     options: Options,
 }
 
@@ -539,6 +625,34 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
         self
     }
 
+    /// Declares service `S` with a retry policy: a system error of `S` that `policy` retries
+    /// never reaches the function while attempts are left; the request is sent again after the
+    /// backoff, on the workflow's durable timer, in place of the failed one among the expected
+    /// responses (see [`retry`](super::retry)). `build` checks the policy.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use orchestrator::memory::InMemory;
+    /// use orchestrator::orchestration::{Resumable, RetryPolicy, WorkflowRecord};
+    /// # use orchestrator::prelude::*;
+    /// # #[derive(Serialize, Deserialize, JsonSchema)] pub struct Operands { pub a: f64, pub b: f64 }
+    /// # #[derive(Serialize, Deserialize, JsonSchema)] pub struct Sum { pub sum: f64 }
+    /// # orchestrator::simple_contract! {
+    /// #     pub contract Add { uri: "#/calc/add", type: "calc.add",
+    /// #         versions: { AddV1 = "1.0.0" { accepts: Operands, emits: Sum } } }
+    /// # }
+    /// let builder = Resumable::builder(InMemory::<WorkflowRecord>::default()).service_with_retry::<AddV1>(
+    ///     RetryPolicy::new(3).backoff(Duration::from_millis(100), Duration::from_secs(2)).on(["Timeout"]),
+    /// );
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn service_with_retry<S: ContractVersion>(mut self, policy: RetryPolicy) -> Self {
+        self.services.push(S::versioned());
+        self.retries.push((S::versioned(), policy));
+        self
+    }
+
     option_setters!();
 
     /// Checks the declaration: functions for versions of one self contract, exactly one for
@@ -578,6 +692,11 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
                 problems.push(format!("two services with the same contract uri {}", service.uri()));
             }
         }
+        for (service, policy) in &self.retries {
+            if let Err(e) = policy.check() {
+                problems.push(format!("the retry policy of service {}: {e}", service.dataschema()));
+            }
+        }
         let executionunits = self.options.executionunits().unwrap_or_else(|problem| {
             problems.push(problem);
             None
@@ -597,6 +716,7 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
             services: self.services,
             signals: self.signals,
             notifications: self.notifications,
+            retries: self.retries,
             service_domains: self.options.service_domains.clone(),
             complete_domains: self.options.complete_domains.clone(),
         };
