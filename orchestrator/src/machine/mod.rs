@@ -670,6 +670,8 @@
 //! }
 //! ```
 
+mod completion;
+mod fallible;
 mod init_meta;
 mod instance;
 mod requests;
@@ -678,6 +680,8 @@ mod traits;
 #[doc(hidden)]
 pub mod __private;
 
+pub use completion::{Completion, CompletionOptions, IntoCompletion, InvalidCompletion};
+pub use fallible::{ActionError, IntoActionResult, IntoGuardResult};
 pub use init_meta::InitMeta;
 pub use instance::{MachineError, MachineInstance, Snapshot};
 pub use orchestrator_chart as chart;

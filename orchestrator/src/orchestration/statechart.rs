@@ -15,7 +15,9 @@ use super::{CoreStep, Locking, StepError, StepInput, StepOutput, Workflow, Workf
 use crate::contract::{ContractVersion, Emits, VersionedContract};
 use crate::domain::Domain;
 use crate::emit::{completion_events, request_events};
-use crate::machine::{Machine, MachineError, MachineInstance, ServiceRequest, Snapshot};
+use crate::machine::{
+    Completion, CompletionOptions, Machine, MachineError, MachineInstance, ServiceRequest, Snapshot,
+};
 use crate::memory::unix_ms;
 use crate::memory::{Definition, Memory};
 use crate::subject::Subject;
@@ -28,6 +30,8 @@ struct Stepped {
     state: Value,
     /// The completion payload, once the machine is done.
     output: Option<Value>,
+    /// What the completion event sets instead of the defaults.
+    completion: CompletionOptions,
     /// When the next timer is due (wall clock).
     wake_at: Option<SystemTime>,
 }
@@ -48,6 +52,9 @@ struct Erased<M>(PhantomData<fn() -> M>);
 fn machine_error(error: MachineError) -> StepError {
     match error {
         MachineError::Violation(violation) => StepError::Violation(violation),
+        // The user's error as is: the workflow's system error names it as a failing service
+        // handler's would.
+        MachineError::Action { error, .. } => StepError::Failure(error.into_inner()),
         other => StepError::Failure(Box::new(other)),
     }
 }
@@ -115,7 +122,14 @@ impl<M: Machine> ErasedMachine for Erased<M> {
             _ => None,
         };
         let state = instance.snapshot_json().map_err(machine_error)?;
-        let output = match instance.output() {
+        let (output, completion) = match instance.completion().map(Completion::into_parts) {
+            None => (None, CompletionOptions::default()),
+            Some((output, options)) => {
+                options.validate().map_err(|e| StepError::Failure(Box::new(e)))?;
+                (Some(output), options)
+            }
+        };
+        let output = match output {
             None => None,
             Some(output) => Some(crate::json::payload_value(self.complete_type(), &output).map_err(|e| match e {
                 // A value JSON cannot represent is the step's failure, not the contract's.
@@ -126,7 +140,7 @@ impl<M: Machine> ErasedMachine for Erased<M> {
                 ))),
             })?),
         };
-        Ok(Stepped { requests, state, output, wake_at })
+        Ok(Stepped { requests, state, output, completion, wake_at })
     }
 }
 
@@ -205,7 +219,7 @@ impl CoreStep for MachineCore {
             span.result(&resolved);
             resolved?
         };
-        let Stepped { requests, state, output, wake_at } = {
+        let Stepped { requests, state, output, completion, wake_at } = {
             let mut span = telemetry::internal_span("Execute Machine");
             span.attributes(&[
                 ("arvo.machine.type", machine.name()),
@@ -229,6 +243,7 @@ impl CoreStep for MachineCore {
                 machine.complete_type(),
                 &format_args!("machine `{}`", machine.name()),
                 output,
+                &completion,
             )?);
         }
         Ok(StepOutput { events, state, done, wake_at })
