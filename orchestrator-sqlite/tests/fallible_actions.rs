@@ -151,7 +151,10 @@ async fn fallible_on<M: Memory<WorkflowRecord> + 'static>(store: Arc<M>) {
     let failed = node.run(big.clone()).await.unwrap();
     let payload = payload_of(&failed);
     assert_eq!(payload, handler_payload(|| Box::new(too_large(1100.0))).await);
-    assert_eq!((payload.error_name.as_str(), payload.error_message.as_str()), ("TooLarge", "the sum 1100 is over 1000"));
+    assert_eq!(
+        (payload.error_name.as_str(), payload.error_message.as_str()),
+        ("TooLarge", "the sum 1100 is over 1000")
+    );
     let record = store.read(big.subject()).await.unwrap().unwrap().record;
     assert_eq!(record.state["value"], serde_json::json!(["adding"]));
     assert_eq!(record.state["context"]["sum"], 0.0, "the guard's step left the context as it was");
@@ -204,7 +207,8 @@ fn a_failed_step_changes_nothing() {
         }
         other => panic!("{other:?}"),
     }
-    let (mut m, requests) = MachineInstance::<Checked>::start(AverageInput { values: vec![700.0, 400.0] }).unwrap();
+    let (mut m, requests) =
+        MachineInstance::<Checked>::start(AverageInput { values: vec![700.0, 400.0] }).unwrap();
     assert_eq!(requests.len(), 1);
     let before = m.snapshot();
     let err = m.send(CheckedEvent::AddSum(Sum { sum: 1100.0 })).unwrap_err();

@@ -452,7 +452,10 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
     let output = model.output.as_ref().map(|expr| {
         // The return type is inferred: the payload, or a `Completion` of it.
         let ty = respan(&quote!(fn(&#ctx) -> _), expr.span());
-        let into = respan(&quote!(::orchestrator::machine::IntoCompletion::<#complete_ty>::into_completion), expr.span());
+        let into = respan(
+            &quote!(::orchestrator::machine::IntoCompletion::<#complete_ty>::into_completion),
+            expr.span(),
+        );
         quote_spanned! {expr.span()=>
             let __output: #ty = #expr;
             #into(__output(context))

@@ -119,8 +119,11 @@ mod tests {
 
     #[test]
     fn the_payload_is_the_service_handlers() {
-        let named = ActionError::new(NamedError::new("Bad", "bad input").with_source(std::io::Error::other("io")));
-        let direct = system_error_payload(&NamedError::new("Bad", "bad input").with_source(std::io::Error::other("io")));
+        let named =
+            ActionError::new(NamedError::new("Bad", "bad input").with_source(std::io::Error::other("io")));
+        let direct = system_error_payload(
+            &NamedError::new("Bad", "bad input").with_source(std::io::Error::other("io")),
+        );
         assert_eq!(named.payload(), direct);
         let plain = ActionError::new("plain text");
         assert_eq!(plain.payload().error_name, "Error");

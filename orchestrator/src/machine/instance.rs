@@ -22,8 +22,8 @@ use crate::violation::Violation;
 /// before the call.
 #[derive(Debug, thiserror::Error)]
 pub enum MachineError {
-    /// An incoming event broke its contract, or a request emitted by an action broke the
-    /// service's contract.
+    /// An incoming event broke its contract, a request emitted by an action broke the
+    /// service's contract, or a fallible action or guard returned a [`Violation`].
     #[error(transparent)]
     Violation(#[from] Violation),
     /// The chart could not run to completion (an eventless or self-sending cycle).
@@ -184,8 +184,8 @@ impl<M: Machine> Host for MachineHost<M> {
 ///
 /// Every step (start, [`send`](Self::send), [`send_wire`](Self::send_wire),
 /// [`advance`](Self::advance)) runs to completion and returns the service requests the actions
-/// emitted. A step that fails (a request breaking its service's contract, a runaway cycle)
-/// leaves the instance unchanged.
+/// emitted. A step that fails (a request breaking its service's contract, a fallible action or
+/// guard returning an error, a runaway cycle) leaves the instance unchanged.
 pub struct MachineInstance<M: Machine> {
     interp: Interpreter<MachineHost<M>, &'static Chart>,
     step_limit: Option<u32>,

@@ -267,7 +267,11 @@ impl CoreStep for MachineCore {
 /// * Once the machine is done, the completion `arvo.orc.<name>.done` is appended, exactly once,
 ///   even with an empty output: subject = the parent subject ?? the workflow's; to =
 ///   `meta.redirectto` ?? the initiator; parentid = the init event id; data = the output checked
-///   against the complete schema; default domains `[OrchestrationContext]`.
+///   against the complete schema; default domains `[OrchestrationContext]`; the id, execution
+///   units and domains may be set by the machine's `output` ([`Completion`]).
+/// * A fallible action or guard returning an error fails the workflow with that error (its
+///   `sys.…error` event names it as a failing service handler's would); a [`Violation`] it
+///   returns is returned, nothing persisted.
 pub type Orchestrator<Mem> = Workflow<MachineCore, Mem>;
 
 impl<Mem: Memory<WorkflowRecord> + 'static> Workflow<MachineCore, Mem> {
