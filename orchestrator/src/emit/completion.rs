@@ -17,6 +17,8 @@ use crate::violation::Violation;
 /// initiator, parentid = the init event id, one per unique resolved domain of
 /// `complete_domains`. `what` names the orchestrator in error messages. The workflow's
 /// [`CompletionOptions`] replace the id, execution units and domains (checked by the caller).
+// The emission's parts, each from a different owner: a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn completion_events(
     source: &'static str,
     complete_domains: &[Domain],
