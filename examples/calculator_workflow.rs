@@ -1,12 +1,16 @@
 //! Arvo's calculator example (X1): an averaging workflow declared with `machine!` calls the add
 //! and divide services; everything runs in-process on one [`Node`] (its in-process transport
 //! logs every event it accepts), and the example prints the timeline of events and the
-//! workflow's result.
+//! workflow's result. A second workflow, with too many numbers, is refused by a fallible
+//! action: it fails with the action's error, as a failing service would. The completion sets
+//! its execution units (one per service call) and its id.
 //!
 //! Run with `cargo run --example calculator_workflow`.
 
 use std::sync::Arc;
 
+use orchestrator::emit::NamedError;
+use orchestrator::machine::Completion;
 use orchestrator::memory::{InMemory, InMemoryConfig, Retention};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
@@ -27,6 +31,35 @@ pub struct Averaging {
     pub sum: f64,
     /// The result.
     pub average: f64,
+    /// The workflow's subject.
+    pub workflow: String,
+}
+
+/// The most numbers one workflow averages.
+const MAX_VALUES: usize = 10;
+
+/// Checks the input before the first request: too many numbers fail the workflow with an
+/// `errorName` of `TooManyValues` (a fallible action: an `Err` stops the step, changes nothing).
+fn validate(
+    ctx: &mut Averaging,
+    _: &AverageFlowEvent,
+    _: &mut AverageFlowOutbox<'_>,
+) -> Result<(), NamedError> {
+    if ctx.values.len() > MAX_VALUES {
+        return Err(NamedError::new(
+            "TooManyValues",
+            format!("{} numbers given, at most {MAX_VALUES} are averaged", ctx.values.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// The completion: the average, its event's id made from the workflow's, and one execution unit
+/// per service call.
+fn summary(ctx: &Averaging) -> Completion<AverageOutput> {
+    Completion::new(AverageOutput { average: ctx.average })
+        .id(format!("{}.done", ctx.workflow))
+        .execution_units((ctx.values.len() + 1) as f64)
 }
 
 /// Records the sum a response carries, then asks for the next addition if numbers are left.
@@ -55,11 +88,15 @@ orchestrator::machine! {
         contract: AverageV1,
         services: { add: AddV1, divide: DivideV1 },
         context: Averaging,
-        init: |input| Averaging { values: input.values.clone(), ..Averaging::default() },
-        output: |ctx| AverageOutput { average: ctx.average },
+        init: |input, meta| Averaging {
+            values: input.values.clone(),
+            workflow: meta.subject.clone().unwrap_or_default(),
+            ..Averaging::default()
+        },
+        output: summary,
         states: {
             adding: {
-                entry: [add_next],
+                entry: [validate, add_next],
                 on: {
                     add::Sum => [
                         { target: dividing, guard: is_last, actions: [add_next] },
@@ -129,6 +166,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let output: AverageOutput = serde_json::from_value(done.data_value().clone())?;
     if output.average != 6.0 || status != WorkflowStatus::Done {
         return Err(format!("unexpected result {output:?} ({status})").into());
+    }
+    // The completion options: the id and the execution units the output set.
+    println!("completion: id {}, execution units {:?}", done.id(), done.executionunits());
+    if done.id() != format!("{}.done", init.subject()) || done.executionunits() != Some(4.0) {
+        return Err(format!("unexpected completion options: {done:?}").into());
+    }
+
+    // Too many numbers: the `validate` action fails the workflow with its error.
+    let too_many = EventFactory::<AverageV1>::new()
+        .init(AverageInput { values: vec![1.0; MAX_VALUES + 1] }, Event::builder().source(CLIENT))?;
+    let failed = node.run(too_many.clone()).await?;
+    println!("refused: {} {}", failed.r#type(), serde_json::to_string(failed.data())?);
+    let status = node.status(too_many.subject()).await?.ok_or("no workflow record")?;
+    println!("status: {status}");
+    match status {
+        WorkflowStatus::Failed { error } if error.error_name == "TooManyValues" => {}
+        other => return Err(format!("unexpected status of the refused workflow: {other}").into()),
     }
     if !node.take_dead_letters().is_empty() {
         return Err("some events were dead-lettered".into());

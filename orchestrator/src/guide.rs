@@ -59,7 +59,16 @@
 //!
 //! Guards are `fn(&Context, &Event) -> bool`, actions `fn(&mut Context, &Event, &mut Outbox)`:
 //! functions by path, or closures. A closure is shown in exported charts as `guard<N>` /
-//! `action<N>` unless you name it: `actions: [keep = |ctx, event, _| …]`.
+//! `action<N>` unless you name it: `actions: [keep = |ctx, event, _| …]`. Either may return a
+//! `Result` instead (`Result<(), E>`, `Result<bool, E>`): an `Err` fails the workflow with your
+//! error, named and worded as a failing service handler's, and changes nothing (an `Err` that is
+//! a `Violation` is a violation); see
+//! [Fallible actions and guards](crate::machine#fallible-actions-and-guards).
+//!
+//! `output` returns the completion payload, or a
+//! [`Completion`](crate::machine::Completion) of it to set the completion event's id, execution
+//! units and domains (`Completion::new(done).id("order-7-done")`); see
+//! [Completion options](crate::machine#completion-options).
 //!
 //! `init` is `fn(&Input) -> Context` (a function path or `|input| …`), or a two-parameter
 //! closure `|input, meta| …` whose `meta` is an [`InitMeta`](crate::machine::InitMeta): the init

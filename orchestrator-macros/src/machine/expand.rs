@@ -465,10 +465,15 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
         }
     };
     let output = model.output.as_ref().map(|expr| {
-        let ty = respan(&quote!(fn(&#ctx) -> #complete_ty), expr.span());
+        // The return type is inferred: the payload, or a `Completion` of it.
+        let ty = respan(&quote!(fn(&#ctx) -> _), expr.span());
+        let into = respan(
+            &quote!(::orchestrator::machine::IntoCompletion::<#complete_ty>::into_completion),
+            expr.span(),
+        );
         quote_spanned! {expr.span()=>
             let __output: #ty = #expr;
-            __output(context)
+            #into(__output(context))
         }
     });
     let output = output.unwrap_or_else(|| quote!(::std::panic!("machine `{}` has no output", #name_text)));
@@ -502,15 +507,23 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
 
     let guards = model.guards.iter().enumerate().map(|(i, Custom { expr, .. })| {
         let id = u32_lit(i);
-        let ty = respan(&quote!(fn(&#ctx, &#event) -> bool), expr.span());
-        let call = quote_spanned!(expr.span()=> let __guard: #ty = #expr;);
-        quote!(#id => { #call __guard(context, event) })
+        // The return type is inferred: `bool` or `Result<bool, E>`.
+        let ty = respan(&quote!(fn(&#ctx, &#event) -> _), expr.span());
+        let call = quote_spanned! {expr.span()=>
+            let __guard: #ty = #expr;
+            ::orchestrator::machine::IntoGuardResult::into_guard_result(__guard(context, event))
+        };
+        quote!(#id => { #call })
     });
     let actions = model.actions.iter().enumerate().map(|(i, Custom { expr, .. })| {
         let id = u32_lit(i);
-        let ty = respan(&quote!(fn(&mut #ctx, &#event, &mut #outbox<'_>)), expr.span());
-        let call = quote_spanned!(expr.span()=> let __action: #ty = #expr;);
-        quote!(#id => { #call __action(context, event, &mut __out) })
+        // The return type is inferred: `()` or `Result<(), E>`.
+        let ty = respan(&quote!(fn(&mut #ctx, &#event, &mut #outbox<'_>) -> _), expr.span());
+        let call = quote_spanned! {expr.span()=>
+            let __action: #ty = #expr;
+            ::orchestrator::machine::IntoActionResult::into_action_result(__action(context, event, &mut __out))
+        };
+        quote!(#id => { #call })
     });
     // A closure is ascribed `fn(&Context) -> Duration` (so that its parameter's type is known);
     // any other expression (a function, a `Duration` or a `u64` of ms) goes through `AfterDelay`.
@@ -540,23 +553,23 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
         }
     };
     let action_body = if model.actions.is_empty() {
-        quote!(let _ = (id, context, event, outbox);)
+        quote!(let _ = (id, context, event, outbox); ::std::result::Result::Ok(()))
     } else {
         quote! {
             let mut __out = #outbox { inner: outbox };
             match id.0 {
                 #(#actions)*
-                _ => {}
+                _ => ::std::result::Result::Ok(()),
             }
         }
     };
     let guard_body = if model.guards.is_empty() {
-        quote!(let _ = (id, context, event); false)
+        quote!(let _ = (id, context, event); ::std::result::Result::Ok(false))
     } else {
         quote! {
             match id.0 {
                 #(#guards)*
-                _ => false,
+                _ => ::std::result::Result::Ok(false),
             }
         }
     };
@@ -587,7 +600,10 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
         &quote!(fn init(input: &#init_ty, meta: &::orchestrator::machine::InitMeta) -> #ctx),
         contract_span,
     );
-    let output_sig = respan(&quote!(fn output(context: &#ctx) -> #complete_ty), contract_span);
+    let output_sig = respan(
+        &quote!(fn completion(context: &#ctx) -> ::orchestrator::machine::Completion<#complete_ty>),
+        contract_span,
+    );
     let init_event_sig = respan(&quote!(fn init_event(input: #init_ty) -> #event), contract_span);
     let decode_sig = respan(
         &quote! {
@@ -673,7 +689,7 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
                     id: ::orchestrator::machine::__private::chart::GuardId,
                     context: &#ctx,
                     event: &#event,
-                ) -> bool {
+                ) -> ::std::result::Result<bool, ::orchestrator::machine::ActionError> {
                     #guard_body
                 }
 
@@ -682,7 +698,7 @@ fn machine_impl(model: &Model, n: &Names, contract: &Type) -> TokenStream {
                     context: &mut #ctx,
                     event: &#event,
                     outbox: &mut ::orchestrator::machine::Requests,
-                ) {
+                ) -> ::std::result::Result<(), ::orchestrator::machine::ActionError> {
                     #action_body
                 }
 

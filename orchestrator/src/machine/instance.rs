@@ -10,6 +10,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::completion::Completion;
+use super::fallible::ActionError;
 use super::init_meta::InitMeta;
 use super::requests::{Requests, ServiceRequest};
 use super::traits::{Machine, MachineEvent};
@@ -20,8 +22,8 @@ use crate::violation::Violation;
 /// before the call.
 #[derive(Debug, thiserror::Error)]
 pub enum MachineError {
-    /// An incoming event broke its contract, or a request emitted by an action broke the
-    /// service's contract.
+    /// An incoming event broke its contract, a request emitted by an action broke the
+    /// service's contract, or a fallible action or guard returned a [`Violation`].
     #[error(transparent)]
     Violation(#[from] Violation),
     /// The chart could not run to completion (an eventless or self-sending cycle).
@@ -43,6 +45,31 @@ pub enum MachineError {
     /// violation.
     #[error(transparent)]
     NotRepresentable(#[from] crate::json::NotRepresentable),
+    /// A fallible action or guard returned an error (one that is not a [`Violation`]: that one is
+    /// [`MachineError::Violation`]). The step stopped at it. A workflow fails with the user's
+    /// error, as a failing service handler does ([`ActionError::payload`]).
+    #[error("{kind} `{name}` of machine `{machine}` failed: {error}")]
+    Action {
+        /// The machine's name.
+        machine: &'static str,
+        /// `"action"` or `"guard"`.
+        kind: &'static str,
+        /// The action's or guard's display name (see [`Machine::action_names`]).
+        name: &'static str,
+        /// The user's error.
+        #[source]
+        error: ActionError,
+    },
+}
+
+impl MachineError {
+    /// The error of a failed action or guard: a [`Violation`] stays one.
+    fn of_action<M: Machine>(kind: &'static str, name: &'static str, error: ActionError) -> Self {
+        match error.into_violation() {
+            Ok(violation) => Self::Violation(violation),
+            Err(error) => Self::Action { machine: M::NAME, kind, name, error },
+        }
+    }
 }
 
 /// What is persisted between two steps of a workflow: the compact chart state (configuration,
@@ -94,11 +121,14 @@ struct MachineHost<M: Machine> {
     /// The last event known only by name, reused while its name does not change.
     named: Option<M::Event>,
     outbox: Requests,
+    /// The first action or guard that failed in this step: later guards are false and later
+    /// actions are skipped; the step is then discarded.
+    failed: Option<MachineError>,
 }
 
 impl<M: Machine> MachineHost<M> {
     fn new(subject: Option<String>) -> Self {
-        Self { current: None, named: None, outbox: Requests { subject, ..Requests::default() } }
+        Self { current: None, named: None, outbox: Requests { subject, ..Requests::default() }, failed: None }
     }
 }
 
@@ -121,7 +151,17 @@ impl<M: Machine> Host for MachineHost<M> {
     type Context = M::Context;
 
     fn guard(&mut self, guard: GuardId, context: &M::Context, event: &EventRef<'_>) -> bool {
-        M::guard(guard, context, resolve::<M>(&self.current, &mut self.named, event))
+        if self.failed.is_some() {
+            return false;
+        }
+        match M::guard(guard, context, resolve::<M>(&self.current, &mut self.named, event)) {
+            Ok(holds) => holds,
+            Err(error) => {
+                let name = M::guard_names().get(guard.0 as usize).copied().unwrap_or("guard");
+                self.failed = Some(MachineError::of_action::<M>("guard", name, error));
+                false
+            }
+        }
     }
 
     fn delay(&mut self, delay: DelayId, context: &M::Context) -> u64 {
@@ -129,8 +169,14 @@ impl<M: Machine> Host for MachineHost<M> {
     }
 
     fn action(&mut self, action: ActionId, context: &mut M::Context, event: &EventRef<'_>) {
-        let Self { current, named, outbox } = self;
-        M::action(action, context, resolve::<M>(current, named, event), outbox);
+        let Self { current, named, outbox, failed } = self;
+        if failed.is_some() {
+            return;
+        }
+        if let Err(error) = M::action(action, context, resolve::<M>(current, named, event), outbox) {
+            let name = M::action_names().get(action.0 as usize).copied().unwrap_or("action");
+            *failed = Some(MachineError::of_action::<M>("action", name, error));
+        }
     }
 }
 
@@ -138,8 +184,8 @@ impl<M: Machine> Host for MachineHost<M> {
 ///
 /// Every step (start, [`send`](Self::send), [`send_wire`](Self::send_wire),
 /// [`advance`](Self::advance)) runs to completion and returns the service requests the actions
-/// emitted. A step that fails (a request breaking its service's contract, a runaway cycle)
-/// leaves the instance unchanged.
+/// emitted. A step that fails (a request breaking its service's contract, a fallible action or
+/// guard returning an error, a runaway cycle) leaves the instance unchanged.
 pub struct MachineInstance<M: Machine> {
     interp: Interpreter<MachineHost<M>, &'static Chart>,
     step_limit: Option<u32>,
@@ -275,6 +321,11 @@ impl<M: Machine> MachineInstance<M> {
         self.is_done().then(|| M::output(self.interp.context()))
     }
 
+    /// The completion payload with its event's options ([`Completion`]), once done.
+    pub fn completion(&self) -> Option<Completion<M::Output>> {
+        self.is_done().then(|| M::completion(self.interp.context()))
+    }
+
     /// The workflow's subject, if known.
     pub fn subject(&self) -> Option<&str> {
         self.interp.host().outbox.subject()
@@ -381,7 +432,14 @@ impl<M: Machine> MachineInstance<M> {
     }
 
     fn take_outbox(&mut self, result: Result<(), RunError>) -> Result<Vec<ServiceRequest>, MachineError> {
-        let outbox = &mut self.interp.host_mut().outbox;
+        let host = self.interp.host_mut();
+        // The first failed action or guard is the step's error, before what it led to.
+        if let Some(failed) = host.failed.take() {
+            host.outbox.requests.clear();
+            host.outbox.errors.clear();
+            return Err(failed);
+        }
+        let outbox = &mut host.outbox;
         let requests = std::mem::take(&mut outbox.requests);
         let errors = std::mem::take(&mut outbox.errors);
         result?;

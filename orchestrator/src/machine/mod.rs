@@ -39,7 +39,7 @@
 //!     notifications: { audit: AuditV1, … },     // optional: events sent, no reply expected
 //!     context: Ctx,                  // optional (default `()`): Serialize + DeserializeOwned + Clone + Send
 //!     init: init_fn,                 // fn(&Init) -> Ctx, or |input, meta| … (meta: &InitMeta); optional when Ctx: Default
-//!     output: output_fn,             // fn(&Ctx) -> Complete
+//!     output: output_fn,             // fn(&Ctx) -> Complete, or -> Completion<Complete> (with options)
 //!     type: parallel,                // optional: the machine itself is a parallel state
 //!     initial: child,                // optional: default = the first child
 //!     entry: [...], exit: [...], on: {...}, always: [...], after: {...},   // as on any state
@@ -71,7 +71,7 @@
 //!
 //! Guards are `fn(&Ctx, &<Name>Event) -> bool` and actions
 //! `fn(&mut Ctx, &<Name>Event, &mut <Name>Outbox<'_>)`: functions, or closures that capture
-//! nothing. `raise`, `send`, `cancel`, `in` and `not_in` are built in (a function of one of those
+//! nothing. Either may also return a `Result` ([see below](#fallible-actions-and-guards)). `raise`, `send`, `cancel`, `in` and `not_in` are built in (a function of one of those
 //! names cannot be used as an action or guard directly; wrap it in a closure). The outbox methods
 //! `request` and `subject` cannot be service names. A key names one service, signal or
 //! notification.
@@ -837,6 +837,123 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Fallible actions and guards
+//!
+//! An action may return `Result<(), E>` and a guard `Result<bool, E>`, for any error `E` that
+//! converts into a [`BoxError`](crate::emit::BoxError) (an error type, a `String`, a
+//! [`Violation`](crate::violation::Violation), an [`ActionError`]); no other syntax is needed
+//! ([`IntoActionResult`], [`IntoGuardResult`]). The first action or guard that fails stops the
+//! step: no further action runs, and the machine's state and context stay as they were before
+//! the step. [`MachineInstance`] returns [`MachineError::Action`] (naming the action or guard);
+//! a workflow run by an orchestrator fails with the user's error: its `sys.<orchestrator>.error`
+//! event has the `errorName`, `errorMessage` and `errorStack` a service handler failing with the
+//! same error would emit (a [`NamedError`](crate::emit::NamedError) keeps its name, any other
+//! error is `"Error"`), and later events are ignored.
+//!
+//! An error that is a [`Violation`](crate::violation::Violation) (or
+//! [`ActionError::violation`]) is one: nothing is persisted, the event is returned to its
+//! deliverer ([`MachineError::Violation`]; a node dead-letters it).
+//!
+//! A closure's error type must be known from its body (`Err(MyError)`, or `Ok::<_, MyError>(…)`):
+//! write a function to use `?`.
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::{MachineError, MachineInstance};
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start {}
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done {}
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! use orchestrator::emit::NamedError;
+//!
+//! #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+//! pub struct Stock { pub left: u32 }
+//!
+//! fn take_one(stock: &mut Stock, _: &ShopEvent, _: &mut ShopOutbox<'_>) -> Result<(), NamedError> {
+//!     stock.left = stock.left.checked_sub(1).ok_or_else(|| NamedError::new("OutOfStock", "nothing left"))?;
+//!     Ok(())
+//! }
+//!
+//! orchestrator::machine! {
+//!     pub machine Shop {
+//!         contract: FlowV1,
+//!         context: Stock,
+//!         init: |_| Stock { left: 1 },
+//!         output: |_| Done {},
+//!         states: {
+//!             open: {
+//!                 on: {
+//!                     "buy" => { actions: [take_one] },
+//!                     "close" => { target: closed, guard: |s, _| if s.left > 9 { Err("too much stock") } else { Ok(true) } },
+//!                 },
+//!             },
+//!             closed: { type: final },
+//!         },
+//!     }
+//! }
+//!
+//! let (mut shop, _) = MachineInstance::<Shop>::start(Start {})?;
+//! shop.send_named("buy")?;
+//! match shop.send_named("buy") {
+//!     Err(MachineError::Action { name: "take_one", error, .. }) => {
+//!         assert_eq!(error.payload().error_name, "OutOfStock");
+//!         assert_eq!(error.to_string(), "nothing left");
+//!     }
+//!     other => panic!("{other:?}"),
+//! }
+//! assert_eq!(shop.context().left, 0); // the failed step changed nothing
+//! shop.send_named("close")?;
+//! assert!(shop.is_done());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A panic in an action or guard is not an error it returns: an orchestrator reports it as an
+//! error named `Panic`.
+//!
+//! # Completion options
+//!
+//! `output` may return a [`Completion`] of the completion payload instead of the payload: it
+//! sets the completion event's id (every domain copy gets it), execution units and domains (one
+//! event per unique resolved domain), instead of the orchestrator's defaults. An empty id or an
+//! empty list of domains fails the workflow ([`InvalidCompletion`]). A resumable's
+//! [`ResumableOutput::complete`](crate::orchestration::resumable::ResumableOutput::complete)
+//! takes a `Completion` too.
+//!
+//! ```
+//! # use orchestrator::prelude::*;
+//! # use orchestrator::machine::MachineInstance;
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Start { pub order: u32 }
+//! # #[derive(Debug, PartialEq, Serialize, Deserialize, JsonSchema)] pub struct Done { pub order: u32 }
+//! # orchestrator::orchestrator_contract! {
+//! #     pub contract Flow { uri: "#/orc/flow", name: "flow",
+//! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
+//! # }
+//! use orchestrator::domain::Domain;
+//! use orchestrator::machine::Completion;
+//!
+//! orchestrator::machine! {
+//!     pub machine Order {
+//!         contract: FlowV1,
+//!         context: u32,
+//!         init: |start| start.order,
+//!         output: |order| Completion::new(Done { order: *order })
+//!             .id(format!("order-{order}-done"))
+//!             .execution_units(3.0)
+//!             .domains([Domain::OrchestrationContext, Domain::Named("audit".into())]),
+//!         states: { placed: { on: { "ship" => shipped } }, shipped: { type: final } },
+//!     }
+//! }
+//!
+//! let (mut m, _) = MachineInstance::<Order>::start(Start { order: 7 })?;
+//! m.send_named("ship")?;
+//! let completion = m.completion().ok_or("not done")?;
+//! assert_eq!(completion.options().id.as_deref(), Some("order-7-done"));
+//! assert_eq!(m.output(), Some(Done { order: 7 }));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # What is checked at compile time
 //!
 //! Each mistake is one error, on the offending token, and all are reported in one compile:
@@ -852,8 +969,10 @@
 //! * by the compiler, on the user's token: a payload the service does not emit (`Emits`), guards,
 //!   actions, `init` and `output` of the wrong type, a request to an undeclared service or with the
 //!   wrong payload, a signal trigger's payload that is not the one its contract accepts, a
-//!   notification whose contract emits events or with the wrong payload, a `version` that is not the self contract's, a self contract that is not an
-//!   orchestrator contract, two contracts with the same URI.
+//!   notification whose contract emits events or with the wrong payload, a `version` that is not
+//!   the self contract's, a self contract that is not an orchestrator contract, two contracts
+//!   with the same URI, an action, guard or `output` returning what it may not (`Result<u8, E>`
+//!   from an action, `Option<bool>` from a guard).
 //!
 //! ```compile_fail
 //! # use orchestrator::prelude::*;
@@ -876,6 +995,8 @@
 //! }
 //! ```
 
+mod completion;
+mod fallible;
 mod init_meta;
 mod instance;
 mod requests;
@@ -885,6 +1006,8 @@ mod traits;
 #[doc(hidden)]
 pub mod __private;
 
+pub use completion::{Completion, CompletionOptions, IntoCompletion, InvalidCompletion};
+pub use fallible::{ActionError, IntoActionResult, IntoGuardResult};
 pub use init_meta::InitMeta;
 pub use instance::{MachineError, MachineInstance, Snapshot};
 pub use orchestrator_chart as chart;

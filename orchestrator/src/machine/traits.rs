@@ -8,6 +8,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use super::completion::Completion;
+use super::fallible::ActionError;
 use super::init_meta::InitMeta;
 use super::requests::Requests;
 use crate::contract::{ContractVersion, OrchestratorVersion, Payload, VersionedContract};
@@ -97,8 +99,14 @@ pub trait Machine: Sized + Send + Sync + 'static {
     /// generated code passes `meta` on to a two-argument `init: |input, meta| …` only).
     fn init(input: &Self::Input, meta: &InitMeta) -> Self::Context;
 
+    /// The completion payload and its event's options, from the final context (what `output`
+    /// returns: a payload, or a [`Completion`] of it).
+    fn completion(context: &Self::Context) -> Completion<Self::Output>;
+
     /// The completion payload, from the final context.
-    fn output(context: &Self::Context) -> Self::Output;
+    fn output(context: &Self::Context) -> Self::Output {
+        Self::completion(context).into_parts().0
+    }
 
     /// The event guards and actions see while the machine starts.
     fn init_event(input: Self::Input) -> Self::Event;
@@ -111,11 +119,16 @@ pub trait Machine: Sized + Send + Sync + 'static {
     /// the timer is then stored with its due time like a fixed one.
     fn delay(id: DelayId, context: &Self::Context) -> u64;
 
-    /// Evaluates guard `id`.
-    fn guard(id: GuardId, context: &Self::Context, event: &Self::Event) -> bool;
+    /// Evaluates guard `id` (an `Err` when a fallible guard failed).
+    fn guard(id: GuardId, context: &Self::Context, event: &Self::Event) -> Result<bool, ActionError>;
 
-    /// Runs action `id`.
-    fn action(id: ActionId, context: &mut Self::Context, event: &Self::Event, outbox: &mut Requests);
+    /// Runs action `id` (an `Err` when a fallible action failed).
+    fn action(
+        id: ActionId,
+        context: &mut Self::Context,
+        event: &Self::Event,
+        outbox: &mut Requests,
+    ) -> Result<(), ActionError>;
 
     /// The typed state of an active configuration (`None` if it is not a legal one).
     fn state_of(active: &StateSet) -> Option<Self::State>;

@@ -16,7 +16,9 @@ use super::{CoreStep, Locking, StepError, StepInput, StepOutput, Workflow, Workf
 use crate::contract::{ContractVersion, Emits, VersionedContract};
 use crate::domain::Domain;
 use crate::emit::{completion_events, request_events};
-use crate::machine::{Machine, MachineError, MachineInstance, ServiceInfo, ServiceRequest, Snapshot};
+use crate::machine::{
+    Completion, CompletionOptions, Machine, MachineError, MachineInstance, ServiceInfo, ServiceRequest, Snapshot,
+};
 use crate::memory::unix_ms;
 use crate::memory::{Definition, Memory};
 use crate::subject::Subject;
@@ -29,6 +31,8 @@ struct Stepped {
     state: Value,
     /// The completion payload, once the machine is done.
     output: Option<Value>,
+    /// What the completion event sets instead of the defaults.
+    completion: CompletionOptions,
     /// When the next timer is due (wall clock).
     wake_at: Option<SystemTime>,
 }
@@ -51,6 +55,9 @@ struct Erased<M>(PhantomData<fn() -> M>);
 fn machine_error(error: MachineError) -> StepError {
     match error {
         MachineError::Violation(violation) => StepError::Violation(violation),
+        // The user's error as is: the workflow's system error names it as a failing service
+        // handler's would.
+        MachineError::Action { error, .. } => StepError::Failure(error.into_inner()),
         other => StepError::Failure(Box::new(other)),
     }
 }
@@ -123,7 +130,14 @@ impl<M: Machine> ErasedMachine for Erased<M> {
             _ => None,
         };
         let state = instance.snapshot_json().map_err(machine_error)?;
-        let output = match instance.output() {
+        let (output, completion) = match instance.completion().map(Completion::into_parts) {
+            None => (None, CompletionOptions::default()),
+            Some((output, options)) => {
+                options.validate().map_err(|e| StepError::Failure(Box::new(e)))?;
+                (Some(output), options)
+            }
+        };
+        let output = match output {
             None => None,
             Some(output) => Some(crate::json::payload_value(self.complete_type(), &output).map_err(|e| match e {
                 // A value JSON cannot represent is the step's failure, not the contract's.
@@ -134,7 +148,7 @@ impl<M: Machine> ErasedMachine for Erased<M> {
                 ))),
             })?),
         };
-        Ok(Stepped { requests, state, output, wake_at })
+        Ok(Stepped { requests, state, output, completion, wake_at })
     }
 }
 
@@ -231,7 +245,7 @@ impl CoreStep for MachineCore {
         {
             run_input.is_wake = true;
         }
-        let Stepped { requests, mut state, output, mut wake_at } = {
+        let Stepped { requests, mut state, output, completion, mut wake_at } = {
             let mut span = telemetry::internal_span("Execute Machine");
             span.attributes(&[
                 ("arvo.machine.type", machine.name()),
@@ -274,6 +288,7 @@ impl CoreStep for MachineCore {
                 machine.complete_type(),
                 &format_args!("machine `{}`", machine.name()),
                 output,
+                &completion,
             )?);
         }
         Ok(StepOutput { events, state, done, wake_at })
@@ -300,7 +315,11 @@ impl CoreStep for MachineCore {
 /// * Once the machine is done, the completion `arvo.orc.<name>.done` is appended, exactly once,
 ///   even with an empty output: subject = the parent subject ?? the workflow's; to =
 ///   `meta.redirectto` ?? the initiator; parentid = the init event id; data = the output checked
-///   against the complete schema; default domains `[OrchestrationContext]`.
+///   against the complete schema; default domains `[OrchestrationContext]`; the id, execution
+///   units and domains may be set by the machine's `output` ([`Completion`]).
+/// * A fallible action or guard returning an error fails the workflow with that error (its
+///   `sys.…error` event names it as a failing service handler's would); a [`Violation`] it
+///   returns is returned, nothing persisted.
 pub type Orchestrator<Mem> = Workflow<MachineCore, Mem>;
 
 impl<Mem: Memory<WorkflowRecord> + 'static> Workflow<MachineCore, Mem> {

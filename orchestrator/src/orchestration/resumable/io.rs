@@ -13,7 +13,7 @@ use crate::contract::{
     VersionedContract,
 };
 use crate::event::Event;
-use crate::machine::RequestOptions;
+use crate::machine::{Completion, IntoCompletion, RequestOptions};
 use crate::subject::Subject;
 use crate::violation::Violation;
 
@@ -228,7 +228,7 @@ pub struct ResumableOutput<V: OrchestratorVersion, C> {
     pub(super) requests: Vec<Request>,
     /// Notifications: sent, but no reply is expected (not part of the fan-in).
     pub(super) notifications: Vec<Request>,
-    pub(super) output: Option<V::Complete>,
+    pub(super) output: Option<Completion<V::Complete>>,
 }
 
 impl<V: OrchestratorVersion, C> ResumableOutput<V, C> {
@@ -237,9 +237,15 @@ impl<V: OrchestratorVersion, C> ResumableOutput<V, C> {
         Self { context: None, requests: Vec::new(), notifications: Vec::new(), output: None }
     }
 
-    /// The workflow is done: its completion event carries `output`.
-    pub fn complete(output: V::Complete) -> Self {
-        Self { context: None, requests: Vec::new(), notifications: Vec::new(), output: Some(output) }
+    /// The workflow is done: its completion event carries `output`, the completion payload or a
+    /// [`Completion`] of it (which sets the event's id, execution units or domains).
+    pub fn complete(output: impl IntoCompletion<V::Complete>) -> Self {
+        Self {
+            context: None,
+            requests: Vec::new(),
+            notifications: Vec::new(),
+            output: Some(output.into_completion()),
+        }
     }
 
     /// Replaces the context (kept as is when not set).

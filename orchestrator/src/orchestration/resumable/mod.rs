@@ -31,7 +31,8 @@
 //!    service domain, default `[Local]`; a child subject for an orchestrator-contract service);
 //!    if any were emitted, the expected responses become those events' ids (else the previous
 //!    map is kept); the output, when set, becomes the completion event `arvo.orc.<name>.done`
-//!    (exactly as a machine's) and the workflow is done.
+//!    (exactly as a machine's, with the id, execution units and domains of a
+//!    [`Completion`](crate::machine::Completion) when it is one) and the workflow is done.
 //! 6. A function error that is a (boxed) [`Violation`] is returned and nothing is persisted; any
 //!    other error sets the lifecycle's failure latch and becomes `sys.arvo.orc.<name>.error`
 //!    events; later events of the workflow are ignored.
@@ -68,7 +69,7 @@ use crate::contract::{
 use crate::domain::Domain;
 use crate::emit::{BoxError, completion_events, request_events};
 use crate::event::Event;
-use crate::machine::ServiceRequest;
+use crate::machine::{Completion, CompletionOptions, ServiceRequest};
 use crate::memory::Memory;
 use crate::subject::Subject;
 use crate::violation::Violation;
@@ -129,6 +130,8 @@ struct Returned {
     requests: Vec<Request>,
     notifications: Vec<Request>,
     output: Option<Value>,
+    /// What the completion event sets instead of the defaults.
+    completion: CompletionOptions,
 }
 
 type HandlerFn = Box<dyn Fn(Call) -> BoxFuture<Result<Returned, BoxError>> + Send + Sync>;
@@ -456,6 +459,7 @@ impl CoreStep for ResumableCore {
             state.context = context;
         }
         if let Some(output) = returned.output {
+            returned.completion.validate().map_err(|e| StepError::Failure(Box::new(e)))?;
             events.extend(completion_events(
                 self.source,
                 &self.complete_domains,
@@ -464,6 +468,7 @@ impl CoreStep for ResumableCore {
                 entry.complete_type,
                 &format_args!("resumable `{}`", self.source),
                 output,
+                &returned.completion,
             )?);
             state.status = ResumableStatus::Done;
         }
@@ -581,6 +586,10 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
                         ))),
                     })?;
                 let complete_type = <V as Emits<V::Complete>>::EVENT_TYPE;
+                let (output, completion) = match output.map(Completion::into_parts) {
+                    Some((output, options)) => (Some(output), options),
+                    None => (None, CompletionOptions::default()),
+                };
                 let output = output.map(|o| crate::json::payload_value(complete_type, &o)).transpose().map_err(|e| match e {
                     // A value JSON cannot represent is the function's failure, not the contract's.
                     Ok(not_representable) => Box::new(not_representable) as BoxError,
@@ -588,7 +597,7 @@ impl<Mem: Memory<WorkflowRecord> + 'static> ResumableBuilder<Mem> {
                         "[Emittable Event Creation] Invalid event data: the resumable output cannot be serialized: {e}"
                     ))),
                 })?;
-                Ok(Returned { context, requests, notifications, output })
+                Ok(Returned { context, requests, notifications, output, completion })
             })
         });
         self.versions.push(VersionEntry {
