@@ -876,22 +876,6 @@ fn last_segment(ty: &Type) -> Option<&Ident> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::event_variant;
-
-    #[test]
-    fn event_variants_do_not_say_the_service_twice() {
-        assert_eq!(event_variant("Add", "Sum"), "AddSum");
-        assert_eq!(event_variant("Credit", "CreditScore"), "CreditScore");
-        assert_eq!(event_variant("Review", "ReviewDecision"), "ReviewDecision");
-        assert_eq!(event_variant("Review", "Review"), "Review");
-        // A prefix that is not a whole word keeps the service.
-        assert_eq!(event_variant("Add", "Address"), "AddAddress");
-        assert_eq!(event_variant("Average", "AverageOutput"), "AverageOutput");
-    }
-}
-
 /// The keys and contracts of `signals` or `notifications`: options (`{ retry: … }`) are for
 /// the services a machine calls, an error on the key otherwise.
 fn without_options(
@@ -910,4 +894,20 @@ fn without_options(
             (key, ty)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::event_variant;
+
+    #[test]
+    fn event_variants_do_not_say_the_service_twice() {
+        assert_eq!(event_variant("Add", "Sum"), "AddSum");
+        assert_eq!(event_variant("Credit", "CreditScore"), "CreditScore");
+        assert_eq!(event_variant("Review", "ReviewDecision"), "ReviewDecision");
+        assert_eq!(event_variant("Review", "Review"), "Review");
+        // A prefix that is not a whole word keeps the service.
+        assert_eq!(event_variant("Add", "Address"), "AddAddress");
+        assert_eq!(event_variant("Average", "AverageOutput"), "AverageOutput");
+    }
 }

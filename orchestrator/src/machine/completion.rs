@@ -155,7 +155,8 @@ mod tests {
 
     #[test]
     fn a_payload_and_a_completion_both_convert() {
-        assert_eq!(5_u32.into_completion(), Completion::new(5_u32));
-        assert_eq!(Completion::new(5).id("x").into_completion().options().id.as_deref(), Some("x"));
+        assert_eq!(IntoCompletion::<u32>::into_completion(5_u32), Completion::new(5_u32));
+        let completion = IntoCompletion::<u32>::into_completion(Completion::new(5_u32).id("x"));
+        assert_eq!(completion.options().id.as_deref(), Some("x"));
     }
 }
