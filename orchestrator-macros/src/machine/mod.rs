@@ -40,7 +40,7 @@ mod tests {
     use proc_macro2::{TokenStream, TokenTree};
 
     /// The messages of the `compile_error!`s `machine!` expands `input` to.
-    fn errors(input: &str) -> Vec<String> {
+    pub(super) fn errors(input: &str) -> Vec<String> {
         let input: TokenStream = input.parse().expect("test input tokenizes");
         let mut out = Vec::new();
         collect(super::run(input), &mut out);

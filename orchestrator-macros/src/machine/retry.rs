@@ -241,32 +241,11 @@ pub(crate) fn expand(spec: Option<&RetrySpec>) -> TokenStream {
 
 #[cfg(test)]
 mod tests {
-    use proc_macro2::{TokenStream, TokenTree};
-
     /// The messages of the `compile_error!`s of a machine whose `svc` service has `options`.
     fn errors(options: &str) -> Vec<String> {
-        let input = format!(
+        super::super::tests::errors(&format!(
             "pub machine M {{ contract: C, services: {{ svc: S {options} }}, output: f, states: {{ a: {{ on: {{ svc::error => b }} }}, b: {{ type: final }} }} }}"
-        );
-        let mut out = Vec::new();
-        collect(super::super::run(input.parse().expect("tokenizes")), &mut out);
-        out
-    }
-
-    fn collect(tokens: TokenStream, out: &mut Vec<String>) {
-        let tokens: Vec<TokenTree> = tokens.into_iter().collect();
-        for (i, t) in tokens.iter().enumerate() {
-            match t {
-                TokenTree::Ident(id) if id == "compile_error" => {
-                    if let Some(TokenTree::Group(g)) = tokens.get(i + 2) {
-                        let lit: syn::LitStr = syn::parse2(g.stream()).expect("a message");
-                        out.push(lit.value());
-                    }
-                }
-                TokenTree::Group(g) => collect(g.stream(), out),
-                _ => {}
-            }
-        }
+        ))
     }
 
     #[test]

@@ -888,7 +888,9 @@ fn without_options(
             if options.is_some() {
                 cx.error_spanned_by(
                     &key,
-                    format!("a {what} takes no options: `{{ retry: … }}` is for the services a machine calls"),
+                    format!(
+                        "a {what} takes no options: `{{ retry: … }}` is for the services a machine calls"
+                    ),
                 );
             }
             (key, ty)

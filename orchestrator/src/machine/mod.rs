@@ -1017,6 +1017,6 @@ pub use requests::{AsIs, ChildInit, RequestOptions, Requests, ServiceRequest, Se
 /// The old name of [`Requests`].
 #[deprecated(note = "renamed to `orchestrator::machine::Requests`")]
 pub type Outbox = Requests;
-pub use signals::SignalPayload;
 pub use crate::orchestration::retry::{RetryPolicy, RetryPolicyError};
+pub use signals::SignalPayload;
 pub use traits::{Machine, MachineEvent, ServiceInfo, ServiceOf};

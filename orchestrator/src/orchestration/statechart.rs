@@ -17,7 +17,8 @@ use crate::contract::{ContractVersion, Emits, VersionedContract};
 use crate::domain::Domain;
 use crate::emit::{completion_events, request_events};
 use crate::machine::{
-    Completion, CompletionOptions, Machine, MachineError, MachineInstance, ServiceInfo, ServiceRequest, Snapshot,
+    Completion, CompletionOptions, Machine, MachineError, MachineInstance, ServiceInfo, ServiceRequest,
+    Snapshot,
 };
 use crate::memory::unix_ms;
 use crate::memory::{Definition, Memory};
