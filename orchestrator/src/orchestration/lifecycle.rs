@@ -375,20 +375,13 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
                 let payload = system_error_payload(&*error);
                 exec.failure(&payload.error_name, &payload.error_message);
                 exec.orchestration_status("failure");
-                let spec = SystemErrorSpec {
-                    contract: self.core.system_error_contract(),
-                    source: self.core.source(),
-                    triggering_event: event,
+                let ends = Ending {
+                    event,
+                    subject,
                     parent_subject: parent_subject.as_deref(),
-                    init_event_id: Some(&init_event_id),
-                    initiator: Some(subject.initiator()),
-                    executionunits: self.executionunits.as_ref(),
-                    domains: &self.system_error_domains,
-                    traceparent: exec.headers().traceparent(),
-                    tracestate: exec.headers().tracestate(),
+                    init_event_id: &init_event_id,
                 };
-                let limit = crate::event::effective_limit(self.max_event_bytes);
-                let events = system_error_events_within(&spec, &payload, limit)?;
+                let events = self.system_errors(&ends, &payload, exec)?;
                 let latch = WorkflowRecord {
                     execution_status: ExecutionStatus::Failure { error: payload },
                     subject: subject.as_str().to_owned(),
@@ -449,6 +442,39 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
     }
 }
 
+/// The workflow an event ended (failed or cancelled), for its system error events.
+struct Ending<'a> {
+    event: &'a Event,
+    subject: &'a Subject,
+    parent_subject: Option<&'a str>,
+    init_event_id: &'a str,
+}
+
+impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
+    /// The `sys.<orchestrator>.error` events telling the workflow's initiator (its parent, for a
+    /// child workflow) that it ended with `payload`, each fitting the event size limit.
+    fn system_errors(
+        &self,
+        ends: &Ending<'_>,
+        payload: &crate::contract::SystemErrorPayload,
+        exec: &Execution,
+    ) -> Result<Vec<Event>, Violation> {
+        let spec = SystemErrorSpec {
+            contract: self.core.system_error_contract(),
+            source: self.core.source(),
+            triggering_event: ends.event,
+            parent_subject: ends.parent_subject,
+            init_event_id: Some(ends.init_event_id),
+            initiator: Some(ends.subject.initiator()),
+            executionunits: self.executionunits.as_ref(),
+            domains: &self.system_error_domains,
+            traceparent: exec.headers().traceparent(),
+            tracestate: exec.headers().tracestate(),
+        };
+        system_error_events_within(&spec, payload, crate::event::effective_limit(self.max_event_bytes))
+    }
+}
+
 /// A cancel request for an active workflow, under its lease.
 struct Cancel<'a> {
     event: &'a Event,
@@ -470,20 +496,8 @@ impl<S: CoreStep, M: Memory<WorkflowRecord>> Lifecycle<S, M> {
             crate::contract::SystemErrorPayload::new(super::cancel::CANCELLED_ERROR_NAME, request.message());
         exec.orchestration_status(WorkflowState::Cancelled.as_str());
         let parent_subject = record.parent_subject.as_deref();
-        let spec = SystemErrorSpec {
-            contract: self.core.system_error_contract(),
-            source: self.core.source(),
-            triggering_event: event,
-            parent_subject,
-            init_event_id: Some(&record.init_event_id),
-            initiator: Some(subject.initiator()),
-            executionunits: self.executionunits.as_ref(),
-            domains: &self.system_error_domains,
-            traceparent: exec.headers().traceparent(),
-            tracestate: exec.headers().tracestate(),
-        };
-        let limit = crate::event::effective_limit(self.max_event_bytes);
-        let mut events = system_error_events_within(&spec, &payload, limit)?;
+        let ends = Ending { event, subject, parent_subject, init_event_id: &record.init_event_id };
+        let mut events = self.system_errors(&ends, &payload, exec)?;
         if request.children
             && let Some(index) = self.memory.workflow_index()
         {

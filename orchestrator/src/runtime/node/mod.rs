@@ -143,15 +143,24 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> Node<M, T> {
             Ok(subject) => subject.as_str().to_owned(),
             Err(e) => return Err(NodeError::NotAnInit { id: init.id().to_owned(), reason: e.to_string() }),
         };
-        let id = init.id().to_owned();
+        self.send(init).await?;
+        Ok(subject)
+    }
+
+    /// Publishes an event from outside the workflows (an init, a signal, a cancel request):
+    /// first into the store's outbox on a durable node, so that a crash right after loses
+    /// nothing, then on the transport; it leaves the outbox once the transport stores it, where
+    /// the transport does.
+    pub(crate) async fn send(&self, event: Event) -> Result<(), NodeError> {
+        let id = event.id().to_owned();
         if let Some(outbox) = &self.outbox {
-            outbox.advance_dyn(None, std::slice::from_ref(&init)).await?;
+            outbox.advance_dyn(None, std::slice::from_ref(&event)).await?;
         }
-        self.transport.publish(vec![init]).await?;
+        self.transport.publish(vec![event]).await?;
         if let Some(outbox) = self.outbox.as_ref().filter(|_| self.released_on_publish) {
             outbox.release_dyn(&[id.as_str()]).await?;
         }
-        Ok(subject)
+        Ok(())
     }
 
     /// Cancels workflow `subject` (and, with [`CancelRequest::with_children`], its running
@@ -164,15 +173,8 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> Node<M, T> {
     /// [`crate::orchestration::cancel`].
     pub async fn cancel(&self, subject: &str, request: CancelRequest) -> Result<(), NodeError> {
         let event = crate::orchestration::cancel::cancel_event(subject, &request)?;
-        let id = event.id().to_owned();
-        if let Some(outbox) = &self.outbox {
-            outbox.advance_dyn(None, std::slice::from_ref(&event)).await?;
-        }
-        self.transport.publish(vec![event]).await?;
-        if let Some(outbox) = self.outbox.as_ref().filter(|_| self.released_on_publish) {
-            outbox.release_dyn(&[id.as_str()]).await?;
-        }
-        Ok(())
+        event.check_size(self.max_event_bytes)?;
+        self.send(event).await
     }
 
     /// Waits for the completion of workflow `subject` (its `arvo.orc.<name>.done` event, or the

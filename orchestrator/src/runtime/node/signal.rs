@@ -35,13 +35,7 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> Node<M, T> {
             .map_err(|source| NodeError::Signal { subject: subject.to_owned(), source })?;
         event.check_size(self.max_event_bytes)?;
         let id = event.id().to_owned();
-        if let Some(outbox) = &self.outbox {
-            outbox.advance_dyn(None, std::slice::from_ref(&event)).await?;
-        }
-        self.transport.publish(vec![event]).await?;
-        if let Some(outbox) = self.outbox.as_ref().filter(|_| self.released_on_publish) {
-            outbox.release_dyn(&[id.as_str()]).await?;
-        }
+        self.send(event).await?;
         Ok(id)
     }
 }
