@@ -748,7 +748,7 @@
 //! #         versions: { FlowV1 = "1.0.0" { init: Start, complete: Done } } }
 //! # }
 //! # orchestrator::simple_contract! {
-//! #     pub contract Pay { uri: "#/pay", type: "pay",
+//! #     pub contract Pay { uri: "#/pay", type: "shop.pay",
 //! #         versions: { PayV1 = "1.0.0" { accepts: Charge, emits: Receipt } } }
 //! # }
 //! use std::sync::Arc;
@@ -782,7 +782,7 @@
 //!     .machine::<Checkout>()
 //!     .clock(clock.clone() as Arc<dyn Clock>)
 //!     .build()?;
-//! let init = EventFactory::<FlowV1>::new().init(Start {}, Event::builder().source("com.shop"))?;
+//! let init = EventFactory::<FlowV1>::new().init(Start {}, Event::builder().source("com.acme.shop"))?;
 //! let request = checkout.execute(&init).await?.remove(0);
 //!
 //! // The payment service times out: the machine does not see it, a retry is due in 500 ms.
