@@ -25,6 +25,8 @@ use orchestrator::runtime::{DomainedEvent, Node, WorkflowStatus};
 use orchestrator::transport::InProcessConfig;
 use orchestrator::violation::Violation;
 use orchestrator_examples::calculator::{AddV1, MulV1, Operands, Product, Sum, services};
+// The audit log (a notification: its contract emits nothing), shared with the review workflow.
+use orchestrator_examples::review::{AuditEntry, AuditLog, AuditLogV1};
 
 /// The source of the client starting the workflows.
 const CLIENT: &str = "com.example.client";
@@ -41,13 +43,6 @@ pub struct ApprovalQuestion {
 pub struct Decision {
     /// Whether the computation may run.
     pub approved: bool,
-}
-
-/// An entry of the audit log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct AuditEntry {
-    /// What happened.
-    pub note: String,
 }
 
 orchestrator::contract! {
@@ -71,17 +66,6 @@ orchestrator::contract! {
         type: "com.human.decision",
         versions: {
             DecisionV1 = "1.0.0" { accepts: Decision, emits: {} },
-        },
-    }
-}
-
-orchestrator::contract! {
-    /// The audit log: a notification, no reply expected.
-    pub contract AuditLog {
-        uri: "#/audit/log",
-        type: "com.audit.log",
-        versions: {
-            AuditLogV1 = "1.0.0" { accepts: AuditEntry, emits: {} },
         },
     }
 }

@@ -3,16 +3,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use orchestrator::handler::EventHandler;
 use orchestrator::memory::Memory;
+use orchestrator::orchestration::Orchestrator;
 use orchestrator::orchestration::timers::Timers;
-use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator_examples::calculator::{AverageInput, AverageOutput, AverageV1};
-use orchestrator_sqlite::{SqliteConfig, SqliteMemory};
 
 orchestrator::machine! {
     /// Waits `values[0]` ms, then completes with that wait as its "average".
@@ -28,18 +29,10 @@ orchestrator::machine! {
     }
 }
 
-type Store = Arc<SqliteMemory<WorkflowRecord>>;
-
-fn open(path: &std::path::Path) -> Store {
-    Arc::new(SqliteConfig::new(path).open().expect("open"))
-}
+use common::{WorkflowStore as Store, now_ms, workflow_store as open};
 
 fn orchestrator(store: &Store) -> Orchestrator<Store> {
-    Orchestrator::builder(Arc::clone(store)).machine::<Patient>().build().unwrap()
-}
-
-fn now_ms() -> u64 {
-    u64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis()).unwrap()
+    common::orchestrator_of::<Patient>(store)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,17 +3,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use orchestrator::contract::SystemErrorPayload;
 use orchestrator::handler::EventHandler;
 use orchestrator::memory::Memory;
+use orchestrator::orchestration::Orchestrator;
 use orchestrator::orchestration::timers::Timers;
-use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator_examples::calculator::{AddV1, AverageInput, AverageOutput, AverageV1, Operands, Sum};
-use orchestrator_sqlite::{SqliteConfig, SqliteMemory};
 
 #[allow(clippy::ptr_arg)] // an action takes the context as declared
 fn ask(ctx: &mut Vec<f64>, _: &AskingEvent, out: &mut AskingOutbox<'_>) {
@@ -42,18 +43,10 @@ orchestrator::machine! {
     }
 }
 
-type Store = Arc<SqliteMemory<WorkflowRecord>>;
-
-fn open(path: &std::path::Path) -> Store {
-    Arc::new(SqliteConfig::new(path).open().expect("open"))
-}
+use common::{WorkflowStore as Store, now_ms, workflow_store as open};
 
 fn orchestrator(store: &Store) -> Orchestrator<Store> {
-    Orchestrator::builder(Arc::clone(store)).machine::<Asking>().build().unwrap()
-}
-
-fn now_ms() -> u64 {
-    u64::try_from(SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis()).unwrap()
+    common::orchestrator_of::<Asking>(store)
 }
 
 fn answer_base(request: &Event) -> EventBuilder {

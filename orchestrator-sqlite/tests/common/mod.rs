@@ -32,3 +32,27 @@ pub fn event(id: &str, subject: &str) -> Event {
         .build()
         .expect("a valid event")
 }
+
+/// A workflow store shared by the orchestrators of a test.
+pub type WorkflowStore = std::sync::Arc<SqliteMemory<orchestrator::orchestration::WorkflowRecord>>;
+
+/// A workflow store on `path`, with the default settings.
+pub fn workflow_store(path: &Path) -> WorkflowStore {
+    std::sync::Arc::new(SqliteConfig::new(path).open().expect("open"))
+}
+
+/// An orchestrator of machine `M` over `store`.
+pub fn orchestrator_of<M: orchestrator::machine::Machine>(
+    store: &WorkflowStore,
+) -> orchestrator::orchestration::Orchestrator<WorkflowStore> {
+    orchestrator::orchestration::Orchestrator::builder(std::sync::Arc::clone(store))
+        .machine::<M>()
+        .build()
+        .expect("an orchestrator")
+}
+
+/// The wall clock in ms since the Unix epoch.
+pub fn now_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("after 1970");
+    u64::try_from(since.as_millis()).expect("in range")
+}
