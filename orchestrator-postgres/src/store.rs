@@ -507,7 +507,7 @@ where
         let (mode, after) = self.retention_mode();
         let status = meta.status.as_str();
         // What the subject says, parsed once: when the workflow is created.
-        let columns = if commit.prev.is_none() { SubjectColumns::parse(id) } else { None };
+        let columns = if commit.prev.is_none() { meta.subject_columns(id) } else { None };
         let orchestrator_version = columns.as_ref().map(|c| c.orchestrator_version.clone());
         let execution_id = columns.as_ref().map(|c| c.execution_id.clone());
         let subject_meta = columns.as_ref().map(SubjectColumns::meta_json);

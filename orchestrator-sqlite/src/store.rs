@@ -6,9 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use orchestrator::memory::{
-    JournalRecord, Materialized, MemoryError, Stored, SubjectColumns, WriteMeta, check_id,
-};
+use orchestrator::memory::{JournalRecord, Materialized, MemoryError, Stored, WriteMeta, check_id};
 use rusqlite::Connection;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -226,6 +224,6 @@ pub(crate) fn write_op<R: Serialize>(
         entry,
         status: meta.status.as_str(),
         // Parsed once, when the workflow is created (a write that must find no record).
-        columns: if prev.is_none() { SubjectColumns::parse(id) } else { None },
+        columns: if prev.is_none() { meta.subject_columns(id) } else { None },
     })
 }

@@ -343,7 +343,7 @@ impl<R> InMemory<R> {
         let index = &mut slot.index;
         if found.is_none() {
             index.created_at = now;
-            index.columns = SubjectColumns::parse(id);
+            index.columns = meta.subject_columns(id);
         }
         index.updated_at = now;
         index.status = meta.status;

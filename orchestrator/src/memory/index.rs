@@ -239,13 +239,17 @@ pub struct SubjectColumns {
 impl SubjectColumns {
     /// The columns of workflow `id`, if it is an orchestration subject.
     pub fn parse(id: &str) -> Option<Self> {
-        let subject = Subject::parse(id).ok()?;
+        Some(Self::of(&Subject::parse(id).ok()?))
+    }
+
+    /// The columns of an already-parsed subject.
+    pub fn of(subject: &Subject) -> Self {
         let content = subject.content();
-        Some(Self {
+        Self {
             orchestrator_version: content.orchestrator.version.clone(),
             execution_id: content.execution.id.clone(),
             meta: content.meta.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        })
+        }
     }
 
     /// The meta as a JSON object (string values).

@@ -110,6 +110,10 @@ impl<'a> EventKey<'a> {
 pub struct WriteMeta<'a> {
     /// The workflow's subject (the record's key).
     pub subject: &'a str,
+    /// The subject already parsed, when the writer has it (the lifecycle does): a store takes
+    /// its index columns from it ([`WriteMeta::subject_columns`]) instead of decoding `subject`
+    /// again. Ignored unless it is `subject`.
+    pub parsed_subject: Option<&'a crate::subject::Subject>,
     /// The parent workflow's subject, for a child workflow (`Resolved(None)` for a root).
     pub parent_subject: Materialized<Option<&'a str>>,
     /// Who started the workflow.
@@ -134,12 +138,23 @@ impl<'a> WriteMeta<'a> {
     pub fn new(subject: &'a str, source: &'a str) -> Self {
         Self {
             subject,
+            parsed_subject: None,
             parent_subject: Materialized::Pending,
             initiator: Materialized::Pending,
             source,
             wake_at: None,
             entry: None,
             status: WorkflowState::Active,
+        }
+    }
+
+    /// What workflow `id`'s subject says, for the workflow index: taken from
+    /// [`WriteMeta::parsed_subject`] when that is `id`, else parsed from `id` (`None` when it is
+    /// not an orchestration subject).
+    pub fn subject_columns(&self, id: &str) -> Option<SubjectColumns> {
+        match self.parsed_subject {
+            Some(parsed) if parsed.as_str() == id => Some(SubjectColumns::of(parsed)),
+            _ => SubjectColumns::parse(id),
         }
     }
 }

@@ -582,14 +582,17 @@ impl IndexFixture {
             f: f.as_str().to_owned(),
         };
         let later = Some(SystemTime::now() + Duration::from_secs(3_600));
-        let writes: [(&Subject, Option<&str>, WorkflowState, Option<SystemTime>); 4] = [
-            (&a, None, WorkflowState::Active, None),
-            (&b, None, WorkflowState::Active, None),
-            (&c, Some(&fixture.a), WorkflowState::Waiting, later),
-            (&d, None, WorkflowState::Failed, None),
+        // The columns come from the parsed subject a writer passes (a, c), from the id when it
+        // passes none (d), and from the id when the parsed subject is another workflow's (b).
+        let writes: [(&Subject, Option<&Subject>, Option<&str>, WorkflowState, Option<SystemTime>); 4] = [
+            (&a, Some(&a), None, WorkflowState::Active, None),
+            (&b, Some(&d), None, WorkflowState::Active, None),
+            (&c, Some(&c), Some(&fixture.a), WorkflowState::Waiting, later),
+            (&d, None, None, WorkflowState::Failed, None),
         ];
-        for (subject, parent, status, wake_at) in writes {
+        for (subject, parsed_subject, parent, status, wake_at) in writes {
             let meta = WriteMeta {
+                parsed_subject,
                 parent_subject: Materialized::Resolved(parent),
                 initiator: Materialized::Resolved(subject.initiator()),
                 wake_at,

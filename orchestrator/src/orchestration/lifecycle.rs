@@ -598,6 +598,7 @@ impl<'a> Meta<'a> {
     fn with(&self, produced: &'a [Event]) -> WriteMeta<'a> {
         WriteMeta {
             subject: self.subject.as_str(),
+            parsed_subject: Some(self.subject),
             parent_subject: Materialized::Resolved(self.parent_subject),
             initiator: Materialized::Resolved(self.subject.initiator()),
             source: self.source,
