@@ -20,33 +20,39 @@ pub(crate) fn vm_rss_kb() -> Option<u64> {
     status_kb("VmRSS")
 }
 
-/// The resident set sampled around a moment when `workflows` workflows are open.
-#[derive(Debug, Clone, Copy, Default)]
+/// The resident set sampled while a batch of `workflows` workflows runs.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct RssProbe {
     /// `VmRSS` before the first of them started.
     pub(crate) before_kb: Option<u64>,
-    /// `VmRSS` when all of them were open (every init delivered, none completed).
-    pub(crate) open_kb: Option<u64>,
+    /// `VmRSS` at the end of each round of the batch; the first when all of them were open (every
+    /// init delivered, none completed).
+    pub(crate) rounds_kb: Vec<Option<u64>>,
     /// How many were open.
     pub(crate) workflows: usize,
 }
 
 impl RssProbe {
-    /// The probe's fields for `params`: `rss_per_workflow_kb` = (open − before) / workflows, and
-    /// the raw samples.
+    /// The probe's fields for `params`: `rss_per_workflow_kb` = (`VmRSS` once all are open −
+    /// before) / workflows, `rss_per_workflow_peak_kb` the same with the highest sample of the
+    /// batch (the workflows grow as their journals do), and the raw samples.
     pub(crate) fn json(&self) -> Value {
-        let per_workflow = match (self.before_kb, self.open_kb) {
-            (Some(before), Some(open)) if self.workflows > 0 => {
-                let kb = (open as f64 - before as f64) / self.workflows as f64;
+        let per_workflow = |sample: Option<u64>| match (self.before_kb, sample) {
+            (Some(before), Some(sample)) if self.workflows > 0 => {
+                let kb = (sample as f64 - before as f64) / self.workflows as f64;
                 json!((kb * 1000.0).round() / 1000.0)
             }
             _ => Value::Null,
         };
+        let open = self.rounds_kb.first().copied().flatten();
+        let peak = self.rounds_kb.iter().copied().max().flatten();
         json!({
-            "rss_per_workflow_kb": per_workflow,
+            "rss_per_workflow_kb": per_workflow(open),
+            "rss_per_workflow_peak_kb": per_workflow(peak),
             "rss_probe": {
                 "before_kb": self.before_kb,
-                "open_kb": self.open_kb,
+                "open_kb": open,
+                "rounds_kb": self.rounds_kb,
                 "workflows_open": self.workflows,
             },
         })

@@ -127,10 +127,10 @@ impl<O: EventHandler, C: Client> Rig<O, C> {
         self.run_observed(rt, rec, start, count, in_flight, &mut |_| {})
     }
 
-    /// [`run`](Self::run), calling `on_open(open)` in each batch once the inits of its `open`
-    /// workflows have all been handled and before anything else is: the moment every workflow of
-    /// the batch is open and none has completed (the FIFO queue is drained breadth-first, so the
-    /// inits are the batch's first events).
+    /// [`run`](Self::run), calling `on_round(r)` in each batch once `r` rounds of its events have
+    /// been handled (a round: as many events as the batch has workflows; the FIFO queue is drained
+    /// breadth-first, so round 1 is the batch's inits, round 2 the first requests they emitted, …).
+    /// At `on_round(1)` every workflow of the batch is open and none has completed.
     pub(crate) fn run_observed(
         &self,
         rt: &Runtime,
@@ -138,7 +138,7 @@ impl<O: EventHandler, C: Client> Rig<O, C> {
         start: usize,
         count: usize,
         in_flight: usize,
-        on_open: &mut dyn FnMut(usize),
+        on_round: &mut dyn FnMut(usize),
     ) -> Result<usize, BoxError> {
         let mut queue = VecDeque::new();
         let mut expected: HashMap<String, f64> = HashMap::new();
@@ -156,8 +156,8 @@ impl<O: EventHandler, C: Client> Rig<O, C> {
             next = batch_end;
             let mut handled = 0;
             while let Some(event) = queue.pop_front() {
-                if handled == opened {
-                    on_open(opened);
+                if handled > 0 && handled % opened == 0 {
+                    on_round(handled / opened);
                 }
                 handled += 1;
                 let to = event.to().ok_or("an event without `to`")?;
@@ -222,8 +222,9 @@ pub(crate) fn lifecycle<O: EventHandler, C: Client>(
 
 /// The resident set of `in_flight` open workflows, measured before the warm-up (once the heap has
 /// grown, freed memory is reused and the resident set no longer moves): one workflow runs first
-/// (first-use allocations), then one batch of `in_flight` is started and `VmRSS` sampled when all
-/// are open, compared with `VmRSS` just before; the batch then completes. The latency buffer is
+/// (first-use allocations), then one batch of `in_flight` runs to completion and `VmRSS` is
+/// sampled at the end of each round of its breadth-first drain (round 1: every init delivered, no
+/// workflow completed), compared with `VmRSS` just before the batch. The latency buffer is
 /// allocated beforehand, so the difference is the open workflows' state in the store, their
 /// pending events in the FIFO queue and the client's expected results (with the spare capacity of
 /// the queue and the map).
@@ -235,7 +236,7 @@ fn memory_probe<O: EventHandler, C: Client>(
 ) -> Result<RssProbe, BoxError> {
     rig.run(rt, &mut Recorder::default(), 0, 1, 1)?;
     let mut rec = Recorder::with_capacity(in_flight * per_workflow);
-    let mut probe = RssProbe { before_kb: vm_rss_kb(), open_kb: None, workflows: in_flight };
-    rig.run_observed(rt, &mut rec, 0, in_flight, in_flight, &mut |_| probe.open_kb = vm_rss_kb())?;
+    let mut probe = RssProbe { before_kb: vm_rss_kb(), rounds_kb: Vec::new(), workflows: in_flight };
+    rig.run_observed(rt, &mut rec, 0, in_flight, in_flight, &mut |_| probe.rounds_kb.push(vm_rss_kb()))?;
     Ok(probe)
 }
