@@ -271,6 +271,7 @@ fn every_workload_prints_a_valid_line() {
                 assert!(num(params, "commits_per_event") > 0.0, "{key}: commits counted");
                 assert_eq!(params["dispatch"]["dead_lettered"], 0, "{key}: nothing dead-lettered");
                 check_kept(key, params);
+                assert!(num(params, "bytes_per_workflow_compacted") > 0.0, "{key}: after VACUUM FULL");
             }
             _ => {}
         }

@@ -109,38 +109,49 @@ pub(crate) fn sqlite(path: &Path) -> Result<Value, BoxError> {
 
 /// What the PostgreSQL schema `schema` holds after the run: `pg_total_relation_size` (heap,
 /// indexes, TOAST) of each of its tables, the workflows and journal entries kept, and
-/// `bytes_per_workflow` = the sum over the tables / workflows kept. No `VACUUM` first: dead rows
-/// (the queue's acked events, superseded workflow rows) still take their space, as on a live node
-/// between two autovacuum runs.
+/// `bytes_per_workflow` = the sum over the tables / workflows kept. First as the run left them:
+/// dead rows (the queue's acked events, superseded workflow rows) still take their space, as on
+/// a live node between two autovacuum runs; then after `VACUUM FULL` of each table (rewritten
+/// with the live rows only): `bytes_per_workflow_compacted`, `bytes_by_table_compacted`.
 pub(crate) async fn postgres(url: &str, schema: &str) -> Result<Value, BoxError> {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
     let task = tokio::spawn(connection);
-    let rows = client
-        .query(
-            "SELECT c.relname::text, pg_total_relation_size(c.oid)::int8 FROM pg_class c \
-             JOIN pg_namespace n ON n.oid = c.relnamespace \
-             WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') ORDER BY 2 DESC, 1",
-            &[&schema],
-        )
-        .await?;
+    let sizes = "SELECT c.relname::text, pg_total_relation_size(c.oid)::int8 FROM pg_class c \
+                 JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') ORDER BY 2 DESC, 1";
+    let rows = client.query(sizes, &[&schema]).await?;
+    for row in &rows {
+        let table: String = row.get(0);
+        client.batch_execute(&format!("VACUUM FULL \"{schema}\".\"{table}\"")).await?;
+    }
+    let compacted = client.query(sizes, &[&schema]).await?;
     let workflows: i64 =
         client.query_one(&format!("SELECT COUNT(*) FROM \"{schema}\".workflows"), &[]).await?.get(0);
     let journal: i64 =
         client.query_one(&format!("SELECT COUNT(*) FROM \"{schema}\".journal"), &[]).await?.get(0);
     drop(client);
     let _ = task.await;
-    let mut by_table = Map::new();
-    let mut total = 0i64;
-    for row in rows {
-        let (name, size): (String, i64) = (row.get(0), row.get(1));
-        total += size;
-        by_table.insert(name, json!(size));
-    }
+    let sum_up = |rows: Vec<tokio_postgres::Row>| {
+        let mut by_table = Map::new();
+        let mut total = 0i64;
+        for row in rows {
+            let (name, size): (String, i64) = (row.get(0), row.get(1));
+            total += size;
+            by_table.insert(name, json!(size));
+        }
+        let per_workflow = if workflows > 0 { json!(total / workflows) } else { Value::Null };
+        (by_table, total, per_workflow)
+    };
+    let (by_table, total, per_workflow) = sum_up(rows);
+    let (by_table_compacted, total_compacted, per_workflow_compacted) = sum_up(compacted);
     Ok(json!({
-        "bytes_per_workflow": if workflows > 0 { json!(total / workflows) } else { Value::Null },
+        "bytes_per_workflow": per_workflow,
+        "bytes_per_workflow_compacted": per_workflow_compacted,
         "store_bytes": total,
+        "store_bytes_compacted": total_compacted,
         "workflows_kept": workflows,
         "journal_rows": journal,
         "bytes_by_table": by_table,
+        "bytes_by_table_compacted": by_table_compacted,
     }))
 }
