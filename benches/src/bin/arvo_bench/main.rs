@@ -18,11 +18,12 @@
 //!
 //! Modules: [`rig`] (the measuring FIFO loop), [`fanout`] (`orchestrator_fanout`), [`otel`] (the chain with
 //! a recording OpenTelemetry SDK provider), [`floor`] (the chain's work without the runtime), [`durable`]
-//! (the chain on SQLite), [`footprint`] (resident set, bytes a store keeps), [`history`] (`orchestrator_loop_<L>`, `sqlite_loop_normal_<L>`: cost per event
-//! against the history length), [`postgres`] (`postgres_chain_<in flight>`, `postgres_fanout`: a
-//! durable node on PostgreSQL and its queue, with commits per event; `DATABASE_URL`, skipped when
-//! unset; `benches/pgbench-anchor.sh` runs them next to `pgbench -N`), [`nats`] (`nats_*`: a
-//! durable node over NATS JetStream with SQLite or PostgreSQL, `NATS_URL`, skipped when unset;
+//! (the chain on SQLite), [`footprint`] (resident set, bytes a store keeps), [`history`]
+//! (`orchestrator_loop_<L>`, `sqlite_loop_normal_<L>`: cost per event against the history length),
+//! [`postgres`] (`postgres_chain_<in flight>`, `postgres_fanout`: a durable node on PostgreSQL and
+//! its queue, with commits per event; `DATABASE_URL`, skipped when unset;
+//! `benches/pgbench-anchor.sh` runs them next to `pgbench -N`), [`nats`] (`nats_*`: a durable node
+//! over NATS JetStream with SQLite or PostgreSQL, `NATS_URL`, skipped when unset;
 //! `node_sqlite_*`: the same node on the in-process transport).
 //!
 //! With `--features mimalloc` the binary runs on the mimalloc allocator instead of the system's
@@ -531,7 +532,8 @@ fn parse_args() -> Result<Args, BoxError> {
             }
             "-h" | "--help" => {
                 println!(
-                    "arvo-bench [--only NAME,...] [--scale F] [--runs R] [--in-flight N] [--single NAME] [--k K] [--list]"
+                    "arvo-bench [--only NAME,...] [--scale F] [--runs R] [--in-flight N] [--single NAME] \
+                     [--k K] [--list]"
                 );
                 println!("workloads: {}", WORKLOADS.iter().map(|w| w.key).collect::<Vec<_>>().join(", "));
                 std::process::exit(0);
