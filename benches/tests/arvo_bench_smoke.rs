@@ -24,17 +24,45 @@ struct Expect {
     /// The services it runs on, by the variable holding their URL (`DATABASE_URL`, `NATS_URL`):
     /// run when they are all set (mandatory under `CI`), skipped with a printed reason otherwise.
     needs: &'static [&'static str],
+    /// Workflows in flight by default (`params.in_flight`), for the workloads `--in-flight` sets.
+    in_flight: Option<u64>,
 }
 
 const fn expect(key: &'static str, per_workflow: u64) -> Expect {
-    Expect { key, name: key, otel: "off", per_workflow, samples_per_workflow: None, needs: &[] }
+    Expect {
+        key,
+        name: key,
+        otel: "off",
+        per_workflow,
+        samples_per_workflow: None,
+        needs: &[],
+        in_flight: None,
+    }
 }
 
-const fn sqlite(key: &'static str) -> Expect {
-    Expect { key, name: key, otel: "off", per_workflow: 5, samples_per_workflow: Some(3), needs: &[] }
+/// An in-memory chain with `in_flight` workflows in flight by default.
+const fn chain(key: &'static str, in_flight: u64) -> Expect {
+    Expect { in_flight: Some(in_flight), ..expect(key, 5) }
 }
 
-const fn postgres(key: &'static str, per_workflow: u64, samples_per_workflow: u64) -> Expect {
+const fn sqlite(key: &'static str, in_flight: u64) -> Expect {
+    Expect {
+        key,
+        name: key,
+        otel: "off",
+        per_workflow: 5,
+        samples_per_workflow: Some(3),
+        needs: &[],
+        in_flight: Some(in_flight),
+    }
+}
+
+const fn postgres(
+    key: &'static str,
+    per_workflow: u64,
+    samples_per_workflow: u64,
+    in_flight: Option<u64>,
+) -> Expect {
     Expect {
         key,
         name: key,
@@ -42,11 +70,17 @@ const fn postgres(key: &'static str, per_workflow: u64, samples_per_workflow: u6
         per_workflow,
         samples_per_workflow: Some(samples_per_workflow),
         needs: &["DATABASE_URL"],
+        in_flight,
     }
 }
 
 /// A durable node's chain or fan-out: on the in-process transport (`needs` empty) or NATS.
-const fn node(key: &'static str, per_workflow: u64, needs: &'static [&'static str]) -> Expect {
+const fn node(
+    key: &'static str,
+    per_workflow: u64,
+    needs: &'static [&'static str],
+    in_flight: Option<u64>,
+) -> Expect {
     Expect {
         key,
         name: key,
@@ -54,16 +88,17 @@ const fn node(key: &'static str, per_workflow: u64, needs: &'static [&'static st
         per_workflow,
         samples_per_workflow: Some(per_workflow / 2 + 1),
         needs,
+        in_flight,
     }
 }
 
 const EXPECTED: &[Expect] = &[
     expect("service_handler", 1),
-    expect("orchestrator_chain", 5),
-    expect("orchestrator_chain_interleaved", 5),
+    chain("orchestrator_chain", 1),
+    chain("orchestrator_chain_interleaved", 1000),
     expect("orchestrator_fanout", 21),
-    expect("resumable_chain", 5),
-    expect("resumable_chain_interleaved", 5),
+    chain("resumable_chain", 1),
+    chain("resumable_chain_interleaved", 1000),
     Expect {
         key: "orchestrator_chain_otel",
         name: "orchestrator_chain",
@@ -71,30 +106,31 @@ const EXPECTED: &[Expect] = &[
         per_workflow: 5,
         samples_per_workflow: None,
         needs: &[],
+        in_flight: None,
     },
     expect("orchestrator_chain_floor", 5),
-    sqlite("sqlite_chain_full_1"),
-    sqlite("sqlite_chain_full_1000"),
-    sqlite("sqlite_chain_normal_1"),
-    sqlite("sqlite_chain_normal_1000"),
-    sqlite("sqlite_chain_safe_full_1"),
-    sqlite("sqlite_chain_safe_full_1000"),
+    sqlite("sqlite_chain_full_1", 1),
+    sqlite("sqlite_chain_full_1000", 1000),
+    sqlite("sqlite_chain_normal_1", 1),
+    sqlite("sqlite_chain_normal_1000", 1000),
+    sqlite("sqlite_chain_safe_full_1", 1),
+    sqlite("sqlite_chain_safe_full_1000", 1000),
     expect("orchestrator_loop_10", 21),
     expect("orchestrator_loop_100", 201),
     expect("orchestrator_loop_1000", 2001),
     expect("sqlite_loop_normal_10", 21),
     expect("sqlite_loop_normal_1000", 2001),
-    postgres("postgres_chain_1", 5, 3),
-    postgres("postgres_chain_1000", 5, 3),
-    postgres("postgres_chain_1000_batch8", 5, 3),
-    postgres("postgres_chain_1000_2proc", 5, 1),
-    postgres("postgres_fanout", 21, 11),
-    node("node_sqlite_chain_1", 5, &[]),
-    node("node_sqlite_chain_1000", 5, &[]),
-    node("nats_sqlite_chain_1", 5, &["NATS_URL"]),
-    node("nats_sqlite_chain_1000", 5, &["NATS_URL"]),
-    node("nats_sqlite_fanout", 21, &["NATS_URL"]),
-    node("nats_pg_chain_1000", 5, &["NATS_URL", "DATABASE_URL"]),
+    postgres("postgres_chain_1", 5, 3, Some(1)),
+    postgres("postgres_chain_1000", 5, 3, Some(1000)),
+    postgres("postgres_chain_1000_batch8", 5, 3, Some(1000)),
+    postgres("postgres_chain_1000_2proc", 5, 1, Some(1000)),
+    postgres("postgres_fanout", 21, 11, None),
+    node("node_sqlite_chain_1", 5, &[], Some(1)),
+    node("node_sqlite_chain_1000", 5, &[], Some(1000)),
+    node("nats_sqlite_chain_1", 5, &["NATS_URL"], Some(1)),
+    node("nats_sqlite_chain_1000", 5, &["NATS_URL"], Some(1000)),
+    node("nats_sqlite_fanout", 21, &["NATS_URL"], None),
+    node("nats_pg_chain_1000", 5, &["NATS_URL", "DATABASE_URL"], Some(1000)),
 ];
 
 /// The last JSON line of a successful run.
@@ -145,6 +181,33 @@ fn check_line(e: &Expect, line: &Value) {
         // Single-threaded workloads also report the measuring thread's on-CPU time.
         assert!(num(&line["params"], "cpu_s") > 0.0, "{key}: cpu_s");
         assert!(num(&line["params"], "events_per_cpu_s") > 0.0, "{key}: events_per_cpu_s");
+        assert!(num(&line["params"], "cpu_us_per_event") > 0.0, "{key}: cpu_us_per_event");
+    }
+    if let Some(in_flight) = e.in_flight {
+        assert_eq!(line["params"]["in_flight"], in_flight, "{key}: in_flight");
+    }
+}
+
+/// The bytes the store keeps: a positive size per workflow, every workflow (warm-up included)
+/// kept with its journal, and for SQLite the workflow and journal tables among the sizes by table.
+fn check_kept(key: &str, params: &Value) {
+    assert!(num(params, "bytes_per_workflow") > 0.0, "{key}: bytes_per_workflow");
+    let kept = int(params, "workflows_kept");
+    assert_eq!(kept, int(params, "n") + int(params, "warmup"), "{key}: every workflow kept");
+    assert!(int(params, "journal_rows") >= kept, "{key}: the journals kept");
+    for table in ["workflows", "journal"] {
+        assert!(num(&params["bytes_by_table"], table) > 0.0, "{key}: bytes of {table}");
+    }
+}
+
+/// The resident set of the open workflows of an in-memory chain.
+fn check_rss(key: &str, params: &Value) {
+    let open = int(&params["rss_probe"], "workflows_open");
+    assert_eq!(open, int(params, "in_flight"), "{key}: the probe opens the workflows in flight");
+    let per_workflow = num(params, "rss_per_workflow_kb");
+    // A thousand open workflows take more than a page in all.
+    if open >= 1000 {
+        assert!(per_workflow > 0.0, "{key}: rss_per_workflow_kb {per_workflow}");
     }
 }
 
@@ -189,9 +252,11 @@ fn every_workload_prints_a_valid_line() {
                     );
                 }
             }
-            "orchestrator_chain_interleaved" | "resumable_chain_interleaved" => {
-                assert_eq!(line["params"]["in_flight"], 1000);
-            }
+            "orchestrator_chain"
+            | "orchestrator_chain_interleaved"
+            | "resumable_chain"
+            | "resumable_chain_interleaved" => check_rss(e.key, &line["params"]),
+            key if key.starts_with("sqlite_chain_") => check_kept(key, &line["params"]),
             key if key.contains("_loop_") => check_loop(e, &line),
             key if key.starts_with("nats_") || key.starts_with("node_") => {
                 let params = &line["params"];
@@ -205,6 +270,8 @@ fn every_workload_prints_a_valid_line() {
                 let params = &line["params"];
                 assert!(num(params, "commits_per_event") > 0.0, "{key}: commits counted");
                 assert_eq!(params["dispatch"]["dead_lettered"], 0, "{key}: nothing dead-lettered");
+                check_kept(key, params);
+                assert!(num(params, "bytes_per_workflow_compacted") > 0.0, "{key}: after VACUUM FULL");
             }
             _ => {}
         }
@@ -274,6 +341,55 @@ fn the_fan_out_width_is_a_parameter() {
     let line = json_line("orchestrator_fanout --k 3", &out);
     check_line(&Expect { per_workflow: 7, ..expect("orchestrator_fanout", 21) }, &line);
     assert_eq!(line["params"]["k"], 3);
+}
+
+#[test]
+fn the_in_flight_knob_sets_the_workflows_in_flight() {
+    // In one process (`--single`): the in-memory chain and a SQLite one.
+    for (e, in_flight) in
+        [(chain("orchestrator_chain_interleaved", 1000), 7), (sqlite("sqlite_chain_normal_1", 1), 5)]
+    {
+        let out = Command::new(EXE)
+            .args(["--single", e.key, "--scale", SCALE, "--in-flight", &in_flight.to_string()])
+            .output()
+            .unwrap();
+        let line = json_line(e.key, &out);
+        check_line(&Expect { in_flight: Some(in_flight), ..e }, &line);
+        if e.key.starts_with("sqlite_") {
+            check_kept(e.key, &line["params"]);
+        } else {
+            check_rss(e.key, &line["params"]);
+        }
+    }
+    // Through the parent, which passes it to its children; the median line keeps it.
+    let out = Command::new(EXE)
+        .args(["--only", "resumable_chain", "--runs", "1", "--scale", SCALE, "--in-flight", "3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2, "1 run + 1 median");
+    for line in &lines {
+        check_line(&chain("resumable_chain", 3), line);
+    }
+}
+
+#[test]
+fn the_in_flight_knob_rejects_zero_and_non_numbers() {
+    for bad in ["0", "ten", "-1", ""] {
+        for mode in [&["--single", "orchestrator_chain"][..], &["--only", "orchestrator_chain"][..]] {
+            let out =
+                Command::new(EXE).args(mode).args(["--scale", SCALE, "--in-flight", bad]).output().unwrap();
+            assert!(!out.status.success(), "--in-flight `{bad}` accepted");
+            assert!(out.stdout.is_empty(), "--in-flight `{bad}`: nothing ran");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("--in-flight"),
+                "--in-flight `{bad}`: the error names the option: {stderr}"
+            );
+        }
+    }
 }
 
 /// `Command::spawn` with captured output.

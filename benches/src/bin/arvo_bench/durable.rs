@@ -1,6 +1,9 @@
 //! The chain workload on the SQLite store: the full lifecycle (read, journal lookup, write with
 //! the journal entry, group commit) through the in-process broker, with 1 or 1,000 workflows in
-//! flight, `synchronous=FULL` or `NORMAL`.
+//! flight (or `--in-flight`), `synchronous=FULL` or `NORMAL`. `cpu_s` is the CPU time of the whole
+//! process; once the run is over, the store is closed and its file measured (bytes per workflow,
+//! per table and index: see [`footprint::sqlite`]). The store keeps finished workflows and their
+//! journals (`Retention::Keep`, the default).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -16,6 +19,8 @@ use orchestrator_examples::calculator::services;
 use orchestrator_sqlite::{SqliteConfig, SqliteMemory, Synchronous};
 use serde_json::{Value, json};
 
+use super::footprint;
+use super::history::process_cpu_s;
 use super::rig::{Measured, Recorder, warmup_units};
 use super::{BoxError, CLIENT, ChainFlow, ChainV1, chain_input};
 
@@ -192,12 +197,14 @@ pub(super) fn chain(
     let warmup = warmup_units(n).min(500);
     rt.block_on(run(&memory, 0, warmup, in_flight, safety, &latencies))?;
     latencies.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    let cpu0 = process_cpu_s();
     let (workflows, wall) = rt.block_on(run(&memory, warmup, n, in_flight, safety, &latencies))?;
+    let cpu_s = process_cpu_s().zip(cpu0).map(|(end, start)| end - start);
     let latencies_us = std::mem::take(&mut *latencies.lock().unwrap_or_else(PoisonError::into_inner));
     // Orchestrator executions are timed; each workflow also has two service executions.
     let events = latencies_us.len() as u64 + 2 * workflows as u64;
     let stats = memory.stats();
-    let params = json!({
+    let mut params = json!({
         "warmup": warmup,
         "in_flight": in_flight,
         "memory": format!("SqliteMemory(synchronous={synchronous:?})"),
@@ -208,7 +215,16 @@ pub(super) fn chain(
         "latency": "orchestrator executions",
         "commits": stats.transactions,
         "operations": stats.operations,
+        "cpu": "process",
+        "retention": "Retention::Keep (SqliteConfig's default, as in the README's quickstart)",
     });
-    // Several threads: the on-CPU time of one of them would say little.
-    Ok(Measured { workflows, rec: Recorder { latencies_us, events }, wall, cpu_s: None, params })
+    // The bytes the store keeps for the warm-up's and the measured workflows, once it is closed.
+    drop(memory);
+    drop(rt);
+    if let (Value::Object(params), Value::Object(kept)) = (&mut params, footprint::sqlite(&path)?) {
+        params.extend(kept);
+    }
+    // Several threads: `cpu_s` is the CPU time of all of them (the store's writer thread, its
+    // readers and the runtime's workers).
+    Ok(Measured { workflows, rec: Recorder { latencies_us, events }, wall, cpu_s, params })
 }

@@ -199,7 +199,7 @@ pub(crate) fn in_memory(rt: &Runtime, n: usize, steps: u32) -> Result<Measured, 
 /// On-CPU time of every live thread of the process in seconds: the sum of
 /// `/proc/self/task/*/schedstat` (nanoseconds). A thread that exits in between is not counted; the
 /// store's writer thread and the blocking pool's threads live through the measured phase.
-fn process_cpu_s() -> Option<f64> {
+pub(crate) fn process_cpu_s() -> Option<f64> {
     let mut ns = 0.0;
     for task in std::fs::read_dir("/proc/self/task").ok()? {
         let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;

@@ -5,15 +5,25 @@
 //! ```sh
 //! cargo run --release -p orchestrator-benches --bin arvo-bench -- [--only a,b] [--scale F] [--runs R]
 //! cargo run --release -p orchestrator-benches --bin arvo-bench -- --list   # the workload names
+//! # the in-memory chain with 10,000 workflows in flight:
+//! cargo run --release -p orchestrator-benches --bin arvo-bench -- \
+//!   --only orchestrator_chain_interleaved --in-flight 10000 --scale 2
 //! ```
+//!
+//! `--in-flight N` sets the number of workflows in flight of the chain workloads (in memory, on
+//! SQLite, on PostgreSQL, on a node); their names keep their default (`…_1`, `…_1000`,
+//! `…_interleaved`), `params.in_flight` says what ran. The in-memory ones also report the resident
+//! set per open workflow (`rss_per_workflow_kb`, see `rig::lifecycle`), the SQLite and PostgreSQL
+//! ones the bytes their store keeps per workflow ([`footprint`]).
 //!
 //! Modules: [`rig`] (the measuring FIFO loop), [`fanout`] (`orchestrator_fanout`), [`otel`] (the chain with
 //! a recording OpenTelemetry SDK provider), [`floor`] (the chain's work without the runtime), [`durable`]
-//! (the chain on SQLite), [`history`] (`orchestrator_loop_<L>`, `sqlite_loop_normal_<L>`: cost per event
-//! against the history length), [`postgres`] (`postgres_chain_<in flight>`, `postgres_fanout`: a
-//! durable node on PostgreSQL and its queue, with commits per event; `DATABASE_URL`, skipped when
-//! unset; `benches/pgbench-anchor.sh` runs them next to `pgbench -N`), [`nats`] (`nats_*`: a
-//! durable node over NATS JetStream with SQLite or PostgreSQL, `NATS_URL`, skipped when unset;
+//! (the chain on SQLite), [`footprint`] (resident set, bytes a store keeps), [`history`]
+//! (`orchestrator_loop_<L>`, `sqlite_loop_normal_<L>`: cost per event against the history length),
+//! [`postgres`] (`postgres_chain_<in flight>`, `postgres_fanout`: a durable node on PostgreSQL and
+//! its queue, with commits per event; `DATABASE_URL`, skipped when unset;
+//! `benches/pgbench-anchor.sh` runs them next to `pgbench -N`), [`nats`] (`nats_*`: a durable node
+//! over NATS JetStream with SQLite or PostgreSQL, `NATS_URL`, skipped when unset;
 //! `node_sqlite_*`: the same node on the in-process transport).
 //!
 //! With `--features mimalloc` the binary runs on the mimalloc allocator instead of the system's
@@ -27,6 +37,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod durable;
 pub mod fanout;
 mod floor;
+mod footprint;
 pub mod history;
 mod looped;
 mod nats;
@@ -52,7 +63,8 @@ type BoxError = Box<dyn std::error::Error>;
 
 /// The client that starts workflows (≥ 3 dot segments, as Arvo requires).
 const CLIENT: &str = "com.bench.client";
-/// Workflows in flight in the interleaved workloads.
+/// Workflows in flight in the interleaved workloads (and those named `…_1000`) unless `--in-flight`
+/// says otherwise.
 const IN_FLIGHT: usize = 1000;
 /// Pre-built request events of `service_handler`.
 const POOL: usize = 1024;
@@ -67,44 +79,57 @@ struct Workload {
     otel: &'static str,
     /// Default N (workflows, or executions for `service_handler`).
     n: usize,
+    /// Workflows in flight by default, for the workloads whose number `--in-flight` overrides.
+    in_flight: Option<usize>,
 }
 
 const fn workload(key: &'static str, n: usize) -> Workload {
-    Workload { key, name: key, otel: "off", n }
+    Workload { key, name: key, otel: "off", n, in_flight: None }
+}
+
+/// A workload with `in_flight` workflows in flight unless `--in-flight` says otherwise.
+const fn flight(key: &'static str, n: usize, in_flight: usize) -> Workload {
+    Workload { key, name: key, otel: "off", n, in_flight: Some(in_flight) }
 }
 
 /// The workloads and their default N (Arvo's table, where Arvo has the workload).
 const WORKLOADS: &[Workload] = &[
     workload("service_handler", 80_000),
-    workload("orchestrator_chain", 6_000),
-    workload("orchestrator_chain_interleaved", 6_000),
+    flight("orchestrator_chain", 6_000, 1),
+    flight("orchestrator_chain_interleaved", 6_000, IN_FLIGHT),
     workload("orchestrator_fanout", 1_500),
-    workload("resumable_chain", 7_000),
-    workload("resumable_chain_interleaved", 7_000),
-    Workload { key: "orchestrator_chain_otel", name: "orchestrator_chain", otel: "sdk", n: 4_000 },
+    flight("resumable_chain", 7_000, 1),
+    flight("resumable_chain_interleaved", 7_000, IN_FLIGHT),
+    Workload {
+        key: "orchestrator_chain_otel",
+        name: "orchestrator_chain",
+        otel: "sdk",
+        n: 4_000,
+        in_flight: None,
+    },
     workload("orchestrator_chain_floor", 100_000),
-    workload("sqlite_chain_full_1", 500),
-    workload("sqlite_chain_full_1000", 6_000),
-    workload("sqlite_chain_normal_1", 2_000),
-    workload("sqlite_chain_normal_1000", 6_000),
-    workload("sqlite_chain_safe_full_1", 500),
-    workload("sqlite_chain_safe_full_1000", 6_000),
+    flight("sqlite_chain_full_1", 500, 1),
+    flight("sqlite_chain_full_1000", 6_000, IN_FLIGHT),
+    flight("sqlite_chain_normal_1", 2_000, 1),
+    flight("sqlite_chain_normal_1000", 6_000, IN_FLIGHT),
+    flight("sqlite_chain_safe_full_1", 500, 1),
+    flight("sqlite_chain_safe_full_1000", 6_000, IN_FLIGHT),
     workload("orchestrator_loop_10", 1_500),
     workload("orchestrator_loop_100", 150),
     workload("orchestrator_loop_1000", 15),
     workload("sqlite_loop_normal_10", 300),
     workload("sqlite_loop_normal_1000", 10),
-    workload("postgres_chain_1", 100),
-    workload("postgres_chain_1000", 1_500),
-    workload("postgres_chain_1000_batch8", 1_500),
-    workload("postgres_chain_1000_2proc", 1_500),
+    flight("postgres_chain_1", 100, 1),
+    flight("postgres_chain_1000", 1_500, IN_FLIGHT),
+    flight("postgres_chain_1000_batch8", 1_500, IN_FLIGHT),
+    flight("postgres_chain_1000_2proc", 1_500, IN_FLIGHT),
     workload("postgres_fanout", 20),
-    workload("node_sqlite_chain_1", 300),
-    workload("node_sqlite_chain_1000", 3_000),
-    workload("nats_sqlite_chain_1", 300),
-    workload("nats_sqlite_chain_1000", 3_000),
+    flight("node_sqlite_chain_1", 300, 1),
+    flight("node_sqlite_chain_1000", 3_000, IN_FLIGHT),
+    flight("nats_sqlite_chain_1", 300, 1),
+    flight("nats_sqlite_chain_1000", 3_000, IN_FLIGHT),
     workload("nats_sqlite_fanout", 30),
-    workload("nats_pg_chain_1000", 1_500),
+    flight("nats_pg_chain_1000", 1_500, IN_FLIGHT),
 ];
 
 /// The workload selected by `key`.
@@ -326,10 +351,19 @@ fn round(x: f64, digits: i32) -> f64 {
     (x * m).round() / m
 }
 
-/// Runs one workload in this process and returns its JSON line.
-fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
+/// Runs one workload in this process and returns its JSON line; `in_flight` overrides the
+/// workload's number of workflows in flight (when it has one).
+fn single(key: &str, scale: f64, k: u32, in_flight: Option<usize>) -> Result<Value, BoxError> {
     let w = find(key)?;
     let n = ((w.n as f64 * scale).round() as usize).max(1);
+    if in_flight.is_some() && w.in_flight.is_none() {
+        eprintln!("`--in-flight` does not apply to `{key}`: ignored");
+    }
+    // Workflows in flight (the workloads without the knob run one at a time or fix their own).
+    let f = w.in_flight.map_or(1, |default| in_flight.unwrap_or(default));
+    if w.in_flight.is_some() && n < f {
+        eprintln!("`{key}`: N = {n} < {f} in flight, so the measured phase has at most {n} in flight");
+    }
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
     use durable::Safety::{Bare, CrashSafe};
     use nats::Carrier::{InProcess, Nats};
@@ -337,39 +371,35 @@ fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
     use orchestrator_sqlite::Synchronous::{Full, Normal};
     let m = match key {
         "service_handler" => service_handler(&rt, n)?,
-        "orchestrator_chain" => chain(&rt, chain_orchestrator()?, n, 1)?,
-        "orchestrator_chain_interleaved" => chain(&rt, chain_orchestrator()?, n, IN_FLIGHT)?,
+        "orchestrator_chain" | "orchestrator_chain_interleaved" => chain(&rt, chain_orchestrator()?, n, f)?,
         "orchestrator_fanout" => fanout::run(&rt, n, k)?,
-        "resumable_chain" => chain(&rt, chain_resumable()?, n, 1)?,
-        "resumable_chain_interleaved" => chain(&rt, chain_resumable()?, n, IN_FLIGHT)?,
+        "resumable_chain" | "resumable_chain_interleaved" => chain(&rt, chain_resumable()?, n, f)?,
         "orchestrator_chain_otel" => otel::chain_with_spans(&rt, n)?,
         "orchestrator_chain_floor" => floor::chain(n)?,
-        "sqlite_chain_full_1" => durable::chain(n, Full, 1, Bare)?,
-        "sqlite_chain_full_1000" => durable::chain(n, Full, IN_FLIGHT, Bare)?,
-        "sqlite_chain_normal_1" => durable::chain(n, Normal, 1, Bare)?,
-        "sqlite_chain_normal_1000" => durable::chain(n, Normal, IN_FLIGHT, Bare)?,
-        "sqlite_chain_safe_full_1" => durable::chain(n, Full, 1, CrashSafe)?,
-        "sqlite_chain_safe_full_1000" => durable::chain(n, Full, IN_FLIGHT, CrashSafe)?,
+        "sqlite_chain_full_1" | "sqlite_chain_full_1000" => durable::chain(n, Full, f, Bare)?,
+        "sqlite_chain_normal_1" | "sqlite_chain_normal_1000" => durable::chain(n, Normal, f, Bare)?,
+        "sqlite_chain_safe_full_1" | "sqlite_chain_safe_full_1000" => durable::chain(n, Full, f, CrashSafe)?,
         "orchestrator_loop_10" => history::in_memory(&rt, n, 10)?,
         "orchestrator_loop_100" => history::in_memory(&rt, n, 100)?,
         "orchestrator_loop_1000" => history::in_memory(&rt, n, 1000)?,
         "sqlite_loop_normal_10" => history::sqlite(n, 10)?,
         "sqlite_loop_normal_1000" => history::sqlite(n, 1000)?,
-        "postgres_chain_1" => postgres::run(n, postgres::Flow::Chain, 1, 0, postgres::DEFAULT_BATCH)?,
-        "postgres_chain_1000" => {
-            postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 0, postgres::DEFAULT_BATCH)?
+        "postgres_chain_1" | "postgres_chain_1000" => {
+            postgres::run(n, postgres::Flow::Chain, f, 0, postgres::DEFAULT_BATCH)?
         }
-        "postgres_chain_1000_batch8" => postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 0, 8)?,
+        "postgres_chain_1000_batch8" => postgres::run(n, postgres::Flow::Chain, f, 0, 8)?,
         "postgres_chain_1000_2proc" => {
-            postgres::run(n, postgres::Flow::Chain, IN_FLIGHT, 2, postgres::DEFAULT_BATCH)?
+            postgres::run(n, postgres::Flow::Chain, f, 2, postgres::DEFAULT_BATCH)?
         }
         "postgres_fanout" => postgres::run(n, postgres::Flow::Fanout(k), 1, 0, postgres::DEFAULT_BATCH)?,
-        "node_sqlite_chain_1" => nats::run(n, postgres::Flow::Chain, 1, InProcess, Sqlite)?,
-        "node_sqlite_chain_1000" => nats::run(n, postgres::Flow::Chain, IN_FLIGHT, InProcess, Sqlite)?,
-        "nats_sqlite_chain_1" => nats::run(n, postgres::Flow::Chain, 1, Nats, Sqlite)?,
-        "nats_sqlite_chain_1000" => nats::run(n, postgres::Flow::Chain, IN_FLIGHT, Nats, Sqlite)?,
+        "node_sqlite_chain_1" | "node_sqlite_chain_1000" => {
+            nats::run(n, postgres::Flow::Chain, f, InProcess, Sqlite)?
+        }
+        "nats_sqlite_chain_1" | "nats_sqlite_chain_1000" => {
+            nats::run(n, postgres::Flow::Chain, f, Nats, Sqlite)?
+        }
         "nats_sqlite_fanout" => nats::run(n, postgres::Flow::Fanout(k), 1, Nats, Sqlite)?,
-        "nats_pg_chain_1000" => nats::run(n, postgres::Flow::Chain, IN_FLIGHT, Nats, Postgres)?,
+        "nats_pg_chain_1000" => nats::run(n, postgres::Flow::Chain, f, Nats, Postgres)?,
         _ => return Err(format!("workload `{key}` has no runner").into()),
     };
     let mut lat = m.rec.latencies_us;
@@ -379,6 +409,13 @@ fn single(key: &str, scale: f64, k: u32) -> Result<Value, BoxError> {
     if let Some(cpu_s) = m.cpu_s {
         params["cpu_s"] = json!(round(cpu_s, 4));
         params["events_per_cpu_s"] = json!(round(m.rec.events as f64 / cpu_s, 1));
+        // The workloads measuring their own (all processes' CPU) keep theirs.
+        if params.get("cpu_us_per_event").is_none() && m.rec.events > 0 {
+            params["cpu_us_per_event"] = json!(round(cpu_s / m.rec.events as f64 * 1e6, 3));
+        }
+    }
+    if w.in_flight.is_some() {
+        params["in_flight"] = json!(f);
     }
     // What else ran at the time (`benches/pgbench-anchor.sh` sets it).
     if let Ok(tag) = std::env::var("ARVO_BENCH_TAG") {
@@ -453,6 +490,17 @@ struct Args {
     single: Option<String>,
     /// `--pg-worker SCHEMA`: a worker process of a multi-process PostgreSQL workload.
     pg_worker: Option<String>,
+    /// `--in-flight N`: workflows in flight, for the workloads that have such a number.
+    in_flight: Option<usize>,
+}
+
+/// The value of `--in-flight`: a whole number of workflows, at least 1.
+fn parse_in_flight(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(0) => Err("`--in-flight` must be at least 1 (workflows in flight), got 0".to_owned()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`--in-flight` needs a whole number of workflows (at least 1), got `{value}`")),
+    }
 }
 
 fn parse_args() -> Result<Args, BoxError> {
@@ -463,6 +511,7 @@ fn parse_args() -> Result<Args, BoxError> {
         k: fanout::K,
         single: None,
         pg_worker: None,
+        in_flight: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -473,6 +522,7 @@ fn parse_args() -> Result<Args, BoxError> {
             "--runs" => args.runs = value()?.parse()?,
             "--k" => args.k = value()?.parse()?,
             "--single" => args.single = Some(value()?),
+            "--in-flight" => args.in_flight = Some(parse_in_flight(&value()?)?),
             postgres::WORKER_FLAG => args.pg_worker = Some(value()?),
             "--list" => {
                 for w in WORKLOADS {
@@ -482,7 +532,8 @@ fn parse_args() -> Result<Args, BoxError> {
             }
             "-h" | "--help" => {
                 println!(
-                    "arvo-bench [--only NAME,...] [--scale F] [--runs R] [--single NAME] [--k K] [--list]"
+                    "arvo-bench [--only NAME,...] [--scale F] [--runs R] [--in-flight N] [--single NAME] \
+                     [--k K] [--list]"
                 );
                 println!("workloads: {}", WORKLOADS.iter().map(|w| w.key).collect::<Vec<_>>().join(", "));
                 std::process::exit(0);
@@ -493,13 +544,23 @@ fn parse_args() -> Result<Args, BoxError> {
     Ok(args)
 }
 
-fn main() -> Result<(), BoxError> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("arvo-bench: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), BoxError> {
     let args = parse_args()?;
     if let Some(schema) = &args.pg_worker {
         return postgres::worker_main(schema, args.k);
     }
     if let Some(name) = &args.single {
-        println!("{}", single(name, args.scale, args.k)?);
+        println!("{}", single(name, args.scale, args.k, args.in_flight)?);
         return Ok(());
     }
     let exe = std::env::current_exe()?;
@@ -519,9 +580,12 @@ fn main() -> Result<(), BoxError> {
         }
         let mut runs = Vec::with_capacity(args.runs);
         for _ in 0..args.runs {
-            let out = Command::new(&exe)
-                .args(["--single", name, "--scale", &args.scale.to_string(), "--k", &args.k.to_string()])
-                .output()?;
+            let mut child = Command::new(&exe);
+            child.args(["--single", name, "--scale", &args.scale.to_string(), "--k", &args.k.to_string()]);
+            if let Some(in_flight) = args.in_flight {
+                child.args(["--in-flight", &in_flight.to_string()]);
+            }
+            let out = child.output()?;
             if !out.status.success() {
                 return Err(format!("`{name}` failed: {}", String::from_utf8_lossy(&out.stderr)).into());
             }

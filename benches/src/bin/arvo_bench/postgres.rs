@@ -22,6 +22,10 @@
 //! the commit and ack of the producer, a claim, one orchestrator step (acquire, machine, commit)
 //! and its ack, and the claim of the next event. On the chain, that is one sample per
 //! orchestrator step (3 per workflow).
+//!
+//! After the run, before the schema is dropped, each line gets the bytes the schema keeps per
+//! workflow (`pg_total_relation_size` of its tables; see [`footprint::postgres`]): the store
+//! keeps finished workflows and their journals (`Retention::Keep`, `PgConfig`'s default).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -39,6 +43,7 @@ use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
 use super::fanout::{FanoutClient, FanoutFlow};
+use super::footprint;
 use super::looped::{
     ClientHandler, Hopped, Hops, LoopClient, drive, process_cpu_s, random_u64, server_cpu_s, server_ticks,
 };
@@ -380,6 +385,8 @@ fn measure<C: Client + Send + Sync + 'static>(
     if !dead.is_empty() {
         return Err(format!("{} dead letters, first: {:?}", dead.len(), dead[0]).into());
     }
+    // The bytes the schema keeps for the warm-up's and the measured workflows.
+    let kept = rt.block_on(footprint::postgres(url, schema))?;
 
     let events = (workflows * flow.per_workflow()) as u64;
     let per_event = |x: f64| x / events as f64;
@@ -431,6 +438,9 @@ fn measure<C: Client + Send + Sync + 'static>(
         );
         params["client_cpu_s"] = json!((cpu_s * 100.0).round() / 100.0);
         params["workers_cpu_s"] = json!((workers_cpu_s * 100.0).round() / 100.0);
+    }
+    if let (Value::Object(params), Value::Object(kept)) = (&mut params, kept) {
+        params.extend(kept);
     }
     if let Flow::Fanout(k) = flow {
         params["k"] = json!(k);

@@ -12,6 +12,7 @@ use orchestrator_examples::calculator::{Add, Mul, services};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
+use super::footprint::{RssProbe, vm_rss_kb};
 use super::{BoxError, CLIENT};
 
 /// What one phase (warm-up or measured) recorded.
@@ -123,6 +124,22 @@ impl<O: EventHandler, C: Client> Rig<O, C> {
         count: usize,
         in_flight: usize,
     ) -> Result<usize, BoxError> {
+        self.run_observed(rt, rec, start, count, in_flight, &mut |_| {})
+    }
+
+    /// [`run`](Self::run), calling `on_round(r)` in each batch once `r` rounds of its events have
+    /// been handled (a round: as many events as the batch has workflows; the FIFO queue is drained
+    /// breadth-first, so round 1 is the batch's inits, round 2 the first requests they emitted, …).
+    /// At `on_round(1)` every workflow of the batch is open and none has completed.
+    pub(crate) fn run_observed(
+        &self,
+        rt: &Runtime,
+        rec: &mut Recorder,
+        start: usize,
+        count: usize,
+        in_flight: usize,
+        on_round: &mut dyn FnMut(usize),
+    ) -> Result<usize, BoxError> {
         let mut queue = VecDeque::new();
         let mut expected: HashMap<String, f64> = HashMap::new();
         let mut completed = 0;
@@ -135,8 +152,14 @@ impl<O: EventHandler, C: Client> Rig<O, C> {
                 expected.insert(init.subject().to_owned(), result);
                 queue.push_back(init);
             }
+            let opened = batch_end - next;
             next = batch_end;
+            let mut handled = 0;
             while let Some(event) = queue.pop_front() {
+                if handled > 0 && handled % opened == 0 {
+                    on_round(handled / opened);
+                }
+                handled += 1;
                 let to = event.to().ok_or("an event without `to`")?;
                 let out = if to == self.orc.source() {
                     rec.execute(rt, &self.orc, &event)?
@@ -177,6 +200,7 @@ pub(crate) fn lifecycle<O: EventHandler, C: Client>(
     per_workflow: usize,
 ) -> Result<Measured, BoxError> {
     let rig = Rig::new(orc, client)?;
+    let probe = memory_probe(rt, &rig, in_flight, per_workflow)?;
     let warmup = warmup_units(n);
     let mut rec = Recorder::default();
     rig.run(rt, &mut rec, 0, warmup, in_flight)?;
@@ -184,11 +208,35 @@ pub(crate) fn lifecycle<O: EventHandler, C: Client>(
     let phase = Phase::start();
     let workflows = rig.run(rt, &mut rec, warmup, n, in_flight)?;
     let (wall, cpu_s) = phase.stop();
-    let params = json!({
+    let mut params = json!({
         "warmup": warmup,
         "in_flight": in_flight,
         "memory": "InMemory(Retention::Remove)",
         "broker": "fifo-loop",
     });
+    if let (Value::Object(params), Value::Object(probe)) = (&mut params, probe.json()) {
+        params.extend(probe);
+    }
     Ok(Measured { workflows, rec, wall, cpu_s, params })
+}
+
+/// The resident set of `in_flight` open workflows, measured before the warm-up (once the heap has
+/// grown, freed memory is reused and the resident set no longer moves): one workflow runs first
+/// (first-use allocations), then one batch of `in_flight` runs to completion and `VmRSS` is
+/// sampled at the end of each round of its breadth-first drain (round 1: every init delivered, no
+/// workflow completed), compared with `VmRSS` just before the batch. The latency buffer is
+/// allocated beforehand, so the difference is the open workflows' state in the store, their
+/// pending events in the FIFO queue and the client's expected results (with the spare capacity of
+/// the queue and the map).
+fn memory_probe<O: EventHandler, C: Client>(
+    rt: &Runtime,
+    rig: &Rig<O, C>,
+    in_flight: usize,
+    per_workflow: usize,
+) -> Result<RssProbe, BoxError> {
+    rig.run(rt, &mut Recorder::default(), 0, 1, 1)?;
+    let mut rec = Recorder::with_capacity(in_flight * per_workflow);
+    let mut probe = RssProbe { before_kb: vm_rss_kb(), rounds_kb: Vec::new(), workflows: in_flight };
+    rig.run_observed(rt, &mut rec, 0, in_flight, in_flight, &mut |_| probe.rounds_kb.push(vm_rss_kb()))?;
+    Ok(probe)
 }
