@@ -21,7 +21,9 @@ use orchestrator::orchestration::resumable::{Request, Resumable, ResumableInput,
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator_examples::calculator::flows::AverageFlow;
-use orchestrator_examples::calculator::{AverageInput, AverageOutput, AverageV1, MulV1, Operands, Product, services};
+use orchestrator_examples::calculator::{
+    AverageInput, AverageOutput, AverageV1, MulV1, Operands, Product, services,
+};
 use orchestrator_sqlite::{SqliteConfig, SqliteMemory};
 
 const CLIENT: &str = "com.test.client";
