@@ -15,8 +15,9 @@
 //!   about one record's worth of deltas after the latest snapshot at or before it
 //!   ([`RecordDecoder`]).
 //! * **Compressed bytes.** Records, deltas and the events of a row ([`encode_events`]) are
-//!   deflated (raw deflate, with the workflow's id as preset dictionary: the subject, which
-//!   events and records repeat, costs a few bytes) when that makes them smaller.
+//!   deflated (raw deflate, with a preset dictionary: an event's keys and constants, then the
+//!   workflow's id, so that the subject, which events and records repeat, costs a few bytes)
+//!   when that makes them smaller.
 //!
 //! Every encoded value starts with one tag byte: bit 0 says delta (1) or snapshot (0), bit 1
 //! says deflated; the other bits are zero. Decoding never panics: corrupt bytes give a
@@ -37,6 +38,15 @@ const DELTA: u8 = 0b01;
 const DEFLATED: u8 = 0b10;
 /// Payloads shorter than this are stored as they are (deflate would not pay).
 const MIN_DEFLATE: usize = 64;
+/// What the preset dictionary starts with, before the workflow's id: the keys and constants of
+/// a serialized event (part of the format: changing it makes stored values unreadable).
+const DICTIONARY: &str = concat!(
+    r#"{"id":"","source":"","specversion":"1.0","type":"","subject":"","#,
+    r#""datacontenttype":"application/cloudevents+json;charset=UTF-8;profile=arvo","dataschema":"","#,
+    r#""data":{},"time":"","to":"","accesscontrol":null,"redirectto":null,"executionunits":null,"#,
+    r#""traceparent":null,"tracestate":null,"parentid":"","domain":null}"#,
+);
+
 /// The largest payload inflated (a corrupt stream must not exhaust memory).
 pub const MAX_DECODED_BYTES: usize = 1 << 30;
 
@@ -203,7 +213,7 @@ pub fn decode_events(bytes: &[u8], dictionary: &str) -> Result<(Option<Event>, V
 /// The tag, then the payload, deflated when that pays.
 fn pack(kind: u8, payload: &[u8], dictionary: &str) -> Vec<u8> {
     if payload.len() >= MIN_DEFLATE
-        && let Some(deflated) = deflate(payload, dictionary.as_bytes())
+        && let Some(deflated) = deflate(payload, &preset(dictionary))
         && deflated.len() < payload.len()
     {
         let mut out = Vec::with_capacity(deflated.len() + 1);
@@ -225,7 +235,12 @@ fn unpack<'a>(
     if tag & DEFLATED == 0 {
         return Ok(std::borrow::Cow::Borrowed(payload));
     }
-    inflate(payload, dictionary.as_bytes()).map(std::borrow::Cow::Owned)
+    inflate(payload, &preset(dictionary)).map(std::borrow::Cow::Owned)
+}
+
+/// The preset dictionary of a workflow: [`DICTIONARY`], then its id.
+fn preset(id: &str) -> Vec<u8> {
+    [DICTIONARY.as_bytes(), id.as_bytes()].concat()
 }
 
 thread_local! {
