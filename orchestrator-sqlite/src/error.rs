@@ -98,6 +98,18 @@ pub enum SqliteError {
         #[source]
         source: serde_json::Error,
     },
+    /// A stored journal value could not be decoded (see
+    /// [`orchestrator::memory::journal_codec`]): the row is corrupt.
+    #[error("the stored {what} at version {version} is corrupt: {source}")]
+    Journal {
+        /// What was decoded.
+        what: &'static str,
+        /// The version of the row.
+        version: i64,
+        /// The codec's error.
+        #[source]
+        source: orchestrator::memory::journal_codec::CodecError,
+    },
     /// A stored column holds a value out of range.
     #[error("the stored {what} holds an invalid value {value}")]
     Invalid {
@@ -124,7 +136,7 @@ impl SqliteError {
             Self::Sqlite(error) => transient_sqlite(error),
             Self::Group { source, .. } => transient_sqlite(source),
             Self::WriterGone | Self::ReadTask(_) => true,
-            Self::Encode { .. } | Self::Decode { .. } | Self::Invalid { .. } => false,
+            Self::Encode { .. } | Self::Decode { .. } | Self::Journal { .. } | Self::Invalid { .. } => false,
         }
     }
 }

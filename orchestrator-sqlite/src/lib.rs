@@ -60,10 +60,15 @@
 //! without checking: the record may then be older than a commit not recorded here yet, which
 //! the compare-and-swap of the commit that follows refuses.
 //!
-//! Records are stored as JSON (`serde_json`); times as milliseconds since the Unix epoch. A row
-//! that cannot be decoded gives a permanent `MemoryError::Backend` with a
-//! [`SqliteError::Decode`] cause; a busy database, a full disk or an I/O error a transient one
-//! (see [`SqliteError::is_transient`]).
+//! Records are stored as JSON (`serde_json`); times as milliseconds since the Unix epoch. The
+//! journal is compact (schema version 10, [`orchestrator::memory::journal_codec`]): each row keeps
+//! its record as a snapshot or as a JSON Patch against the previous row's (snapshots come when the
+//! deltas since the last one reach the record's size, so a workflow's journal grows with what
+//! changed, not with its record times its steps), and its consumed and produced events as one
+//! deflated value; the latest record stays whole in the workflow's row. A row that cannot be
+//! decoded gives a permanent `MemoryError::Backend` with a [`SqliteError::Decode`] (or, for a
+//! corrupt journal value, [`SqliteError::Journal`]) cause; a busy database, a full disk or an I/O
+//! error a transient one (see [`SqliteError::is_transient`]).
 //!
 //! The driver is `rusqlite` with its `bundled` SQLite. sqlx is not used: sqlx 0.9 and
 //! rusqlite ≥ 0.40 link conflicting versions of `libsqlite3-sys`, and the PostgreSQL backend is

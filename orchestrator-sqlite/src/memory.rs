@@ -122,7 +122,7 @@ where
             },
         };
         let produced = match (&stored, produced) {
-            (Some(_), Some((v, json))) => Some(decode::<Vec<Event>>(id, "produced events", v, &json)?),
+            (Some(_), Some((v, events))) => Some(reads::decode_produced(id, v, &events)?),
             _ => None,
         };
         Ok(Some(Acquired { lease: Some(lease), stored, produced }))

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use orchestrator::memory::journal_codec::{EncodedRecord, RecordEncoder};
 use orchestrator::memory::{Lease, MemoryError, Retention, SubjectColumns};
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -45,14 +46,17 @@ pub(crate) struct WriteOp {
     pub(crate) columns: Option<SubjectColumns>,
 }
 
-/// A journal row, encoded.
+/// A journal row, encoded but for its record (encoded by the writer against the previous one,
+/// see [`orchestrator::memory::journal_codec`]).
 pub(crate) struct EntryRow {
     pub(crate) at_ms: i64,
     /// The consumed event's id and source (its identity).
     pub(crate) consumed_event_id: Option<String>,
     pub(crate) consumed_source: Option<String>,
-    pub(crate) consumed: Option<String>,
-    pub(crate) produced: String,
+    /// The consumed and produced events ([`orchestrator::memory::journal_codec::encode_events`]).
+    pub(crate) events: Vec<u8>,
+    /// The record written, as JSON (its text is the write's `record`).
+    pub(crate) record: serde_json::Value,
 }
 
 fn sql(id: &str) -> impl Fn(rusqlite::Error) -> MemoryError + '_ {
@@ -105,16 +109,34 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
             return Err(MemoryError::StaleLease { id: id.to_owned(), token: *token });
         }
     }
-    let row: Option<(i64, i64)> = conn
-        .prepare_cached("SELECT seq, version FROM workflows WHERE id = ?1")
-        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+    // The stored record is read only when the new journal row can be a delta against it (the
+    // previous version has a journal row).
+    let row: Option<(i64, i64, Option<String>, i64)> = conn
+        .prepare_cached(
+            "SELECT seq, version, CASE WHEN ?2 AND journal_tail IS version THEN record END, journal_since \
+             FROM workflows WHERE id = ?1",
+        )
+        .and_then(|mut s| {
+            s.query_row(params![id, op.entry.is_some()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .optional()
+        })
         .map_err(&sql)?;
-    let found = row.map(|(_, v)| version_of(id, v)).transpose()?;
+    let found = row.as_ref().map(|(_, v, _, _)| version_of(id, *v)).transpose()?;
     if found != op.prev {
         return Err(MemoryError::Conflict { id: id.to_owned(), expected: op.prev, found });
     }
     let version = as_i64(id, "version", found.unwrap_or(0) + 1)?;
-    let wf = if let Some((seq, _)) = row {
+    let encoded = op.entry.as_ref().map(|entry| {
+        let (previous, since) = match &row {
+            Some((_, _, Some(json), since)) => (serde_json::from_str(json).ok(), *since),
+            _ => (None, 0),
+        };
+        let encoder = RecordEncoder { since_snapshot: u64::try_from(since).unwrap_or(0) };
+        encoder.encode(previous.as_ref(), &entry.record, &op.record, id)
+    });
+    let since =
+        encoded.as_ref().map(|e: &EncodedRecord| i64::try_from(e.next.since_snapshot).unwrap_or(i64::MAX));
+    let wf = if let Some((seq, _, _, _)) = row {
         conn.prepare_cached(
             // A parent learnt (or changed) after the first write moves the root with it.
             "UPDATE workflows SET version = ?2, record = ?3, \
@@ -122,7 +144,9 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
                  THEN COALESCE((SELECT p.root FROM workflows p WHERE p.id = ?5), ?5, id) ELSE root END, \
              parent_subject = CASE WHEN ?4 THEN ?5 ELSE parent_subject END, \
              initiator = CASE WHEN ?6 THEN ?7 ELSE initiator END, \
-             source = ?8, wake_at_ms = ?9, claimed_until_ms = NULL, updated_at_ms = ?10, status = ?11 \
+             source = ?8, wake_at_ms = ?9, claimed_until_ms = NULL, updated_at_ms = ?10, status = ?11, \
+             journal_tail = CASE WHEN ?12 IS NOT NULL THEN ?2 ELSE journal_tail END, \
+             journal_since = COALESCE(?12, journal_since) \
              WHERE seq = ?1",
         )
         .and_then(|mut s| {
@@ -137,7 +161,8 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
                 op.source,
                 op.wake_at_ms,
                 now,
-                op.status
+                op.status,
+                since
             ])
         })
         .map_err(&sql)?;
@@ -148,9 +173,11 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
             // The root: the parent's, else the parent itself (its row is gone or not written
             // yet), else this workflow.
             "INSERT INTO workflows (id, version, record, parent_subject, initiator, source, wake_at_ms, \
-             created_at_ms, updated_at_ms, status, root, orchestrator_version, execution_id, meta) \
+             created_at_ms, updated_at_ms, status, root, orchestrator_version, execution_id, meta, \
+             journal_tail, journal_since) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, \
-                     COALESCE((SELECT p.root FROM workflows p WHERE p.id = ?4), ?4, ?1), ?10, ?11, ?12)",
+                     COALESCE((SELECT p.root FROM workflows p WHERE p.id = ?4), ?4, ?1), ?10, ?11, ?12, \
+                     CASE WHEN ?13 IS NOT NULL THEN ?2 END, COALESCE(?13, 0))",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -166,6 +193,7 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
                 columns.map(|c| c.orchestrator_version.as_str()),
                 columns.map(|c| c.execution_id.as_str()),
                 columns.map(SubjectColumns::meta_json),
+                since,
             ])
         })
         .map_err(&sql)?;
@@ -182,10 +210,10 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
         }
         wf
     };
-    if let Some(entry) = &op.entry {
+    if let (Some(entry), Some(encoded)) = (&op.entry, &encoded) {
         conn.prepare_cached(
-            "INSERT INTO journal (wf, version, at_ms, consumed_event_id, consumed_source, consumed, \
-             produced, record) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO journal (wf, version, at_ms, consumed_event_id, consumed_source, events, record) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )
         .and_then(|mut s| {
             s.execute(params![
@@ -194,9 +222,8 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
                 entry.at_ms,
                 entry.consumed_event_id,
                 entry.consumed_source,
-                entry.consumed,
-                entry.produced,
-                op.record
+                entry.events,
+                encoded.bytes
             ])
         })
         .map_err(&sql)?;
@@ -281,8 +308,8 @@ pub(crate) fn renew(
 pub(crate) struct AcquireRow {
     /// `None`: no record. `Some((version, None))`: the caller's cached record is current.
     pub(crate) stored: Option<(i64, Option<String>)>,
-    /// The events produced when the event was consumed (JSON), with the entry's version.
-    pub(crate) produced: Option<(i64, String)>,
+    /// The events of the entry that consumed the event (encoded), with the entry's version.
+    pub(crate) produced: Option<(i64, Vec<u8>)>,
 }
 
 /// The record of `id` and the journal's answer for the event `(source, event_id)`, read on the
@@ -309,17 +336,17 @@ pub(crate) fn acquire_row(
     Ok(AcquireRow { stored: Some((version, record)), produced })
 }
 
-/// The events produced (JSON, with the entry's version) when `id` consumed the event
-/// `(source, event_id)`.
+/// The events of the entry (encoded, see [`orchestrator::memory::journal_codec::decode_events`], with the entry's
+/// version) in which `id` consumed the event `(source, event_id)`.
 pub(crate) fn produced(
     conn: &Connection,
     id: &str,
     source: &str,
     event_id: &str,
-) -> Result<Option<(i64, String)>, MemoryError> {
+) -> Result<Option<(i64, Vec<u8>)>, MemoryError> {
     conn.prepare_cached(
         // Without statistics the planner would rather scan the workflow's journal by version.
-        "SELECT j.version, j.produced FROM workflows w JOIN journal j INDEXED BY journal_consumed \
+        "SELECT j.version, j.events FROM workflows w JOIN journal j INDEXED BY journal_consumed \
          ON j.wf = w.seq WHERE w.id = ?1 AND j.consumed_event_id = ?2 AND j.consumed_source = ?3 \
          AND j.consumed_event_id IS NOT NULL ORDER BY j.version LIMIT 1",
     )
@@ -409,9 +436,8 @@ fn archive(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<()> {
     )?
     .execute(params![id, now])?;
     conn.prepare_cached(
-        "INSERT INTO journal_archive (id, version, at_ms, consumed_event_id, consumed_source, consumed, \
-         produced, record) \
-         SELECT ?1, version, at_ms, consumed_event_id, consumed_source, consumed, produced, record FROM journal \
+        "INSERT INTO journal_archive (id, version, at_ms, consumed_event_id, consumed_source, events, record) \
+         SELECT ?1, version, at_ms, consumed_event_id, consumed_source, events, record FROM journal \
          WHERE wf = (SELECT seq FROM workflows WHERE id = ?1) ORDER BY version",
     )?
     .execute([id])?;

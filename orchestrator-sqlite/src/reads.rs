@@ -8,6 +8,7 @@ use std::time::Duration;
 use orchestrator::event::Event;
 use std::collections::BTreeMap;
 
+use orchestrator::memory::journal_codec::{self, CodecError, RecordDecoder};
 use orchestrator::memory::{
     JournalRecord, MemoryError, Page, Stored, WorkflowFilter, WorkflowState, WorkflowSummary,
 };
@@ -125,13 +126,27 @@ impl Tables {
     fn history(self) -> &'static str {
         match self {
             Self::Live => {
-                "SELECT j.version, j.at_ms, j.consumed, j.produced, j.record \
+                "SELECT j.version, j.at_ms, j.events, j.record \
                  FROM workflows w JOIN journal j ON j.wf = w.seq \
                  WHERE w.id = ?1 AND j.version > ?2 ORDER BY j.version LIMIT ?3"
             }
             Self::Archive => {
-                "SELECT version, at_ms, consumed, produced, record FROM journal_archive \
+                "SELECT version, at_ms, events, record FROM journal_archive \
                  WHERE id = ?1 AND version > ?2 ORDER BY version LIMIT ?3"
+            }
+        }
+    }
+
+    /// The encoded records at or before a version, newest first.
+    fn records_down(self) -> &'static str {
+        match self {
+            Self::Live => {
+                "SELECT j.version, j.record FROM workflows w JOIN journal j ON j.wf = w.seq \
+                 WHERE w.id = ?1 AND j.version <= ?2 ORDER BY j.version DESC"
+            }
+            Self::Archive => {
+                "SELECT version, record FROM journal_archive WHERE id = ?1 AND version <= ?2 \
+                 ORDER BY version DESC"
             }
         }
     }
@@ -151,6 +166,21 @@ pub(crate) fn record<R: DeserializeOwned>(
     Ok(Some(Stored { record: decode(id, "record", v, &json)?, version: version(id, v)? }))
 }
 
+/// A journal value of `id` at `version` that could not be decoded, as this store's error.
+pub(crate) fn journal_error(id: &str, what: &'static str, version: i64, error: CodecError) -> MemoryError {
+    match error {
+        CodecError::Json(source) => backend(id, SqliteError::Decode { what, version, source }),
+        source => backend(id, SqliteError::Journal { what, version, source }),
+    }
+}
+
+/// The events produced, from the encoded events of `id`'s journal row at `version`.
+pub(crate) fn decode_produced(id: &str, version: i64, events: &[u8]) -> Result<Vec<Event>, MemoryError> {
+    journal_codec::decode_events(events, id)
+        .map(|(_, produced)| produced)
+        .map_err(|e| journal_error(id, "produced events", version, e))
+}
+
 /// The events produced when `id` consumed the event `(source, event_id)`.
 pub(crate) fn produced(
     conn: &Connection,
@@ -159,21 +189,63 @@ pub(crate) fn produced(
     event_id: &str,
 ) -> Result<Option<Vec<Event>>, MemoryError> {
     let row = crate::ops::produced(conn, id, source, event_id)?;
-    row.map(|(v, json)| decode(id, "produced events", v, &json)).transpose()
+    row.map(|(v, events)| decode_produced(id, v, &events)).transpose()
 }
 
-type JournalRow = (i64, i64, Option<String>, String, String);
+/// The record of `id` at `version`, rebuilt from the latest snapshot at or before it and the
+/// deltas after it; `None` when there is no journal row at `version`.
+fn record_at(
+    conn: &Connection,
+    id: &str,
+    version: i64,
+    tables: Tables,
+) -> Result<Option<RecordDecoder>, MemoryError> {
+    let mut statement = conn.prepare_cached(tables.records_down()).map_err(sql(id))?;
+    let mut rows = statement.query(params![id, version]).map_err(sql(id))?;
+    let mut chain: Vec<(i64, Vec<u8>)> = Vec::new();
+    while let Some(row) = rows.next().map_err(sql(id))? {
+        let (v, bytes): (i64, Vec<u8>) = (row.get(0).map_err(sql(id))?, row.get(1).map_err(sql(id))?);
+        if chain.is_empty() && v != version {
+            return Ok(None);
+        }
+        let snapshot =
+            journal_codec::is_snapshot(&bytes).map_err(|e| journal_error(id, "journaled record", v, e))?;
+        chain.push((v, bytes));
+        if snapshot {
+            break;
+        }
+    }
+    if chain.is_empty() {
+        return Ok(None);
+    }
+    let mut decoder = RecordDecoder::new();
+    for (v, bytes) in chain.iter().rev() {
+        decoder.apply(bytes, id).map_err(|e| journal_error(id, "journaled record", *v, e))?;
+    }
+    Ok(Some(decoder))
+}
 
-fn journal_record<R: DeserializeOwned>(id: &str, row: JournalRow) -> Result<JournalRecord<R>, MemoryError> {
-    let (v, at, consumed, produced, record) = row;
+fn journal_record<R: DeserializeOwned>(
+    id: &str,
+    v: i64,
+    at: i64,
+    events: &[u8],
+    record: &serde_json::Value,
+) -> Result<JournalRecord<R>, MemoryError> {
+    let (consumed, produced) =
+        journal_codec::decode_events(events, id).map_err(|e| journal_error(id, "journaled events", v, e))?;
     Ok(JournalRecord {
         version: version(id, v)?,
         at: from_ms("journal time", at).map_err(|e| backend(id, e))?,
-        consumed: consumed.map(|json| decode(id, "consumed event", v, &json)).transpose()?,
-        produced: decode(id, "produced events", v, &produced)?,
-        record: decode(id, "journaled record", v, &record)?,
+        consumed,
+        produced,
+        record: R::deserialize(record).map_err(|source| {
+            backend(id, SqliteError::Decode { what: "journaled record", version: v, source })
+        })?,
     })
 }
+
+type JournalRow = (i64, i64, Vec<u8>, Vec<u8>);
 
 /// Journal entries of `id` after version `after`, oldest first.
 pub(crate) fn history<R: DeserializeOwned>(
@@ -188,13 +260,24 @@ pub(crate) fn history<R: DeserializeOwned>(
     let rows: Vec<JournalRow> = conn
         .prepare_cached(tables.history())
         .and_then(|mut s| {
-            s.query_map(params![id, after, limit], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })?
-            .collect::<Result<_, _>>()
+            s.query_map(params![id, after, limit], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                .collect::<Result<_, _>>()
         })
         .map_err(sql(id))?;
-    rows.into_iter().map(|row| journal_record(id, row)).collect()
+    let Some((first, _, _, bytes)) = rows.first() else { return Ok(Vec::new()) };
+    // A page starting at a delta starts from the record before it.
+    let mut decoder =
+        if journal_codec::is_snapshot(bytes).map_err(|e| journal_error(id, "journaled record", *first, e))? {
+            RecordDecoder::new()
+        } else {
+            record_at(conn, id, first.saturating_sub(1), tables)?.unwrap_or_default()
+        };
+    let mut out = Vec::with_capacity(rows.len());
+    for (v, at, events, bytes) in rows {
+        let record = decoder.apply(&bytes, id).map_err(|e| journal_error(id, "journaled record", v, e))?;
+        out.push(journal_record(id, v, at, &events, record)?);
+    }
+    Ok(out)
 }
 
 /// The journal entry of `id` at `version`.
@@ -204,17 +287,16 @@ pub(crate) fn entry<R: DeserializeOwned>(
     version: u64,
 ) -> Result<Option<JournalRecord<R>>, MemoryError> {
     let Ok(version) = i64::try_from(version) else { return Ok(None) };
-    let row: Option<JournalRow> = conn
+    let Some(decoder) = record_at(conn, id, version, Tables::Live)? else { return Ok(None) };
+    let row: Option<(i64, Vec<u8>)> = conn
         .prepare_cached(
-            "SELECT j.version, j.at_ms, j.consumed, j.produced, j.record \
-             FROM workflows w JOIN journal j ON j.wf = w.seq WHERE w.id = ?1 AND j.version = ?2",
+            "SELECT j.at_ms, j.events FROM workflows w JOIN journal j ON j.wf = w.seq \
+             WHERE w.id = ?1 AND j.version = ?2",
         )
-        .and_then(|mut s| {
-            s.query_row(params![id, version], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
-                .optional()
-        })
+        .and_then(|mut s| s.query_row(params![id, version], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .map_err(sql(id))?;
-    row.map(|row| journal_record(id, row)).transpose()
+    let (Some((at, events)), Some(record)) = (row, decoder.current()) else { return Ok(None) };
+    journal_record(id, version, at, &events, record).map(Some)
 }
 
 /// The workflows whose parent is `id`, in start order.

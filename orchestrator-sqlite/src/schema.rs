@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use orchestrator::memory::SubjectColumns;
+use orchestrator::memory::journal_codec::{self, RecordEncoder};
 use rusqlite::{Connection, TransactionBehavior};
 
 use crate::OpenError;
@@ -219,8 +220,118 @@ CREATE TABLE dead_letters (
 CREATE INDEX dead_letters_subject ON dead_letters (subject, seq);
 ";
 
+/// Version 10: the compact journal (see [`orchestrator::memory::journal_codec`]). A row keeps its
+/// record as a snapshot or as a delta against the previous row's record, and its consumed and
+/// produced events as one value (both deflated when that pays); the consumed event's identity
+/// stays in plain columns for redelivery lookups. Each workflow keeps the version of its last
+/// journal row (`journal_tail`, the base of the next delta) and the delta bytes written since its
+/// last snapshot (`journal_since`). The existing rows are re-encoded by [`compact_journal`] after
+/// this step (the archive too).
+const V10: &str = "
+ALTER TABLE workflows ADD COLUMN journal_tail INTEGER;
+ALTER TABLE workflows ADD COLUMN journal_since INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE journal RENAME TO journal_v9;
+DROP INDEX journal_version;
+DROP INDEX journal_consumed;
+CREATE TABLE journal (
+    seq INTEGER PRIMARY KEY,
+    wf INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    at_ms INTEGER NOT NULL,
+    consumed_event_id TEXT,
+    consumed_source TEXT,
+    events BLOB NOT NULL,
+    record BLOB NOT NULL
+);
+CREATE UNIQUE INDEX journal_version ON journal (wf, version);
+CREATE INDEX journal_consumed ON journal (wf, consumed_event_id, consumed_source, version)
+    WHERE consumed_event_id IS NOT NULL;
+ALTER TABLE journal_archive RENAME TO journal_archive_v9;
+CREATE TABLE journal_archive (
+    id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    at_ms INTEGER NOT NULL,
+    consumed_event_id TEXT,
+    consumed_source TEXT,
+    events BLOB NOT NULL,
+    record BLOB NOT NULL,
+    PRIMARY KEY (id, version)
+) WITHOUT ROWID;
+";
+
 /// The migration steps, oldest first: step `i` leads to version `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+
+/// After [`V10`]: the journal rows of version 9 (`journal_v9`, `journal_archive_v9`) re-encoded
+/// into the compact tables, then the old tables dropped. Rows are read in order, one workflow
+/// after the other, each record encoded against the one before it (a delta when the versions
+/// follow each other). A record or events that are not valid JSON are kept as they are (as a
+/// snapshot), so that reading them fails as it did before.
+fn compact_journal(conn: &Connection) -> rusqlite::Result<()> {
+    type Old = (String, i64, i64, Option<String>, Option<String>, Option<String>, String, String);
+    for (select, insert) in [
+        (
+            "SELECT w.id, j.version, j.at_ms, j.consumed_event_id, j.consumed_source, j.consumed, j.produced, \
+             j.record, j.wf FROM journal_v9 j JOIN workflows w ON w.seq = j.wf ORDER BY j.wf, j.version",
+            "INSERT INTO journal (wf, version, at_ms, consumed_event_id, consumed_source, events, record) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        ),
+        (
+            "SELECT id, version, at_ms, consumed_event_id, consumed_source, consumed, produced, record, NULL \
+             FROM journal_archive_v9 ORDER BY id, version",
+            "INSERT INTO journal_archive (id, version, at_ms, consumed_event_id, consumed_source, events, record) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        ),
+    ] {
+        let mut read = conn.prepare(select)?;
+        let mut rows = read.query([])?;
+        let mut write = conn.prepare(insert)?;
+        // The previous row of the same workflow: its id, version and record.
+        let mut previous: Option<(String, i64, Option<serde_json::Value>)> = None;
+        let mut encoder = RecordEncoder::default();
+        while let Some(row) = rows.next()? {
+            let old: Old = (
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+                row.get(5)?,
+                row.get(6)?,
+                row.get(7)?,
+            );
+            let wf: Option<i64> = row.get(8)?;
+            let (id, version, at_ms, event_id, source, consumed, produced, record) = old;
+            let events = journal_codec::encode_events_json(
+                &format!("[{},{}]", consumed.as_deref().unwrap_or("null"), produced),
+                &id,
+            );
+            let value: Option<serde_json::Value> = serde_json::from_str(&record).ok();
+            let base = match (&previous, &value) {
+                (Some((pid, pv, Some(base))), Some(_)) if *pid == id && *pv + 1 == version => Some(base),
+                _ => None,
+            };
+            if base.is_none() {
+                encoder = RecordEncoder::default();
+            }
+            let bytes = match &value {
+                Some(value) => {
+                    let encoded = encoder.encode(base, value, &record, &id);
+                    encoder = encoded.next;
+                    encoded.bytes
+                }
+                None => journal_codec::encode_snapshot(&record, &id),
+            };
+            let key: rusqlite::types::Value = match wf {
+                Some(wf) => wf.into(),
+                None => id.clone().into(),
+            };
+            write.execute(rusqlite::params![key, version, at_ms, event_id, source, events, bytes])?;
+            previous = Some((id, version, value));
+        }
+    }
+    conn.execute_batch("DROP TABLE journal_v9; DROP TABLE journal_archive_v9;")
+}
 
 /// After [`V6`]: each existing workflow's root (up its parents to the last one stored, or the
 /// first one missing) and its subject's columns (when its id is an orchestration subject).
@@ -282,6 +393,9 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenErro
         tx.execute_batch(step).map_err(migration)?;
         if version == 6 {
             backfill_index(&tx).map_err(migration)?;
+        }
+        if version == 10 {
+            compact_journal(&tx).map_err(migration)?;
         }
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(|source| OpenError::Migration {
@@ -437,5 +551,125 @@ mod tests {
             .query_row("SELECT claimed_until_ms FROM workflows WHERE id = 'wf'", [], |r| r.get(0))
             .unwrap();
         assert_eq!(claimed, None, "nothing is claimed after the migration");
+    }
+
+    fn event(id: &str) -> orchestrator::event::Event {
+        orchestrator::event::Event::builder()
+            .id(id)
+            .source("com.test.client")
+            .r#type("com.test.event")
+            .subject("wf")
+            .data_json(serde_json::json!({ "n": id }))
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn version_10_re_encodes_the_journal_and_reads_the_same_history() {
+        use orchestrator::memory::JournalRecord;
+        use serde_json::{Value, json};
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v9.db");
+        let mut conn = Connection::open(&path).unwrap();
+        for step in &MIGRATIONS[..9] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 9).unwrap();
+        conn.execute(
+            "INSERT INTO workflows (seq, id, version, record, source, created_at_ms, updated_at_ms) \
+             VALUES (1, 'wf', 40, '{}', 's', 0, 0), (2, 'bad', 1, '{}', 's', 0, 0)",
+            [],
+        )
+        .unwrap();
+        // A record growing at each version (version 20 was not journaled), each row consuming
+        // one event and producing two.
+        /// Version, time, consumed event id, produced event ids, record.
+        type Expected = (u64, i64, Option<String>, Vec<String>, Value);
+        let mut expected: Vec<Expected> = Vec::new();
+        let mut items = Vec::new();
+        for version in (1..=40u64).filter(|v| *v != 20) {
+            items.push(json!({ "n": version, "text": "a response of some length" }));
+            let record = json!({ "items": items, "status": if version % 3 == 0 { "a" } else { "b" } });
+            let consumed = (version % 5 != 0).then(|| format!("in-{version}"));
+            let produced = vec![format!("out-{version}-a"), format!("out-{version}-b")];
+            expected.push((version, i64::try_from(version).unwrap() * 10, consumed, produced, record));
+        }
+        let insert = |table: &str, key: &dyn rusqlite::ToSql| {
+            for (version, at, consumed, produced, record) in &expected {
+                let consumed_event = consumed.as_deref().map(event);
+                let produced: Vec<_> = produced.iter().map(|id| event(id)).collect();
+                conn.execute(
+                    &format!("INSERT INTO {table} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+                    rusqlite::params![
+                        key,
+                        i64::try_from(*version).unwrap(),
+                        at,
+                        consumed,
+                        consumed_event.as_ref().map(|e| serde_json::to_string(e).unwrap()),
+                        serde_json::to_string(&produced).unwrap(),
+                        record.to_string(),
+                        consumed.as_ref().map(|_| "com.test.client"),
+                    ],
+                )
+                .unwrap();
+            }
+        };
+        // The version 9 column order: the journal (seq, wf, …) is given its columns by name.
+        insert(
+            "journal (wf, version, at_ms, consumed_event_id, consumed, produced, record, consumed_source)",
+            &1i64,
+        );
+        insert(
+            "journal_archive (id, version, at_ms, consumed_event_id, consumed, produced, record, consumed_source)",
+            &"wf",
+        );
+        conn.execute(
+            "INSERT INTO journal (wf, version, at_ms, consumed_event_id, consumed, produced, record) \
+             VALUES (2, 1, 5, NULL, NULL, '[]', '{not json')",
+            [],
+        )
+        .unwrap();
+        migrate(&mut conn, &path).unwrap();
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+
+        let check = |history: Vec<JournalRecord<Value>>| {
+            assert_eq!(history.len(), expected.len());
+            for (entry, (version, at, consumed, produced, record)) in history.iter().zip(&expected) {
+                assert_eq!(entry.version, *version);
+                assert_eq!(crate::time::to_ms(entry.at), *at);
+                assert_eq!(entry.consumed.as_ref().map(|e| e.id().to_owned()), *consumed);
+                assert_eq!(entry.produced.iter().map(|e| e.id().to_owned()).collect::<Vec<_>>(), *produced);
+                assert_eq!(&entry.record, record);
+            }
+        };
+        check(crate::reads::history(&conn, "wf", 0, 100, crate::reads::Tables::Live).unwrap());
+        check(crate::reads::history(&conn, "wf", 0, 100, crate::reads::Tables::Archive).unwrap());
+        // Every entry on its own (from its snapshot), and a page starting at a delta.
+        for (version, _, _, _, record) in &expected {
+            let entry = crate::reads::entry::<Value>(&conn, "wf", *version).unwrap().unwrap();
+            assert_eq!(&entry.record, record);
+        }
+        let page = crate::reads::history::<Value>(&conn, "wf", 25, 3, crate::reads::Tables::Live).unwrap();
+        assert_eq!(page.iter().map(|e| e.version).collect::<Vec<_>>(), [26, 27, 28]);
+        assert_eq!(page[0].record, expected[24].4);
+        let deltas: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM journal WHERE wf = 1 AND hex(substr(record, 1, 1)) IN ('01', '03')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(deltas > 30, "re-encoded as deltas: {deltas}");
+        // Redelivery lookups still find the consumed events.
+        let produced = crate::reads::produced(&conn, "wf", "com.test.client", "in-7").unwrap().unwrap();
+        assert_eq!(produced.iter().map(|e| e.id().to_owned()).collect::<Vec<_>>(), ["out-7-a", "out-7-b"]);
+        // A record that was not JSON is kept: reading it fails as it did before the migration.
+        assert!(crate::reads::history::<Value>(&conn, "bad", 0, 10, crate::reads::Tables::Live).is_err());
+        let tables: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_schema WHERE name LIKE '%_v9'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(tables, 0, "the old tables are gone");
     }
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
+use orchestrator::memory::journal_codec;
 use orchestrator::memory::{JournalRecord, Materialized, MemoryError, Stored, WriteMeta, check_id};
 use rusqlite::Connection;
 use serde::Serialize;
@@ -196,19 +197,30 @@ pub(crate) fn write_op<R: Serialize>(
     lease: Option<(&str, u64)>,
     meta: &WriteMeta<'_>,
 ) -> Result<ops::WriteOp, MemoryError> {
-    let entry = match &meta.entry {
-        None => None,
-        Some(entry) => Some(ops::EntryRow {
-            at_ms: time::to_ms(entry.at),
-            consumed_event_id: entry.consumed.map(|e| e.id().to_owned()),
-            consumed_source: entry.consumed.map(|e| e.source().to_owned()),
-            consumed: entry.consumed.map(|e| encode(id, "consumed event", e)).transpose()?,
-            produced: encode(id, "produced events", entry.produced)?,
-        }),
+    let encoding = |source| backend(id, SqliteError::Encode { what: "journal entry", source });
+    // With a journal entry, the record as a JSON value too (the writer diffs it against the
+    // previous one); its text is that value's.
+    let (entry, record) = match &meta.entry {
+        None => (None, encode(id, "record", record)?),
+        Some(entry) => {
+            let value = serde_json::to_value(record)
+                .map_err(|source| backend(id, SqliteError::Encode { what: "record", source }))?;
+            let json = encode(id, "record", &value)?;
+            let events =
+                journal_codec::encode_events(entry.consumed, entry.produced, id).map_err(encoding)?;
+            let row = ops::EntryRow {
+                at_ms: time::to_ms(entry.at),
+                consumed_event_id: entry.consumed.map(|e| e.id().to_owned()),
+                consumed_source: entry.consumed.map(|e| e.source().to_owned()),
+                events,
+                record: value,
+            };
+            (Some(row), json)
+        }
     };
     Ok(ops::WriteOp {
         id: id.to_owned(),
-        record: encode(id, "record", record)?,
+        record,
         prev,
         lease: lease.map(|(id, token)| (id.to_owned(), token)),
         parent_subject: match meta.parent_subject {

@@ -181,9 +181,12 @@ async fn a_corrupt_record_is_a_backend_error_not_a_panic() {
         let raw = rusqlite::Connection::open(&path).unwrap();
         raw.busy_timeout(Duration::from_secs(5)).unwrap();
         raw.execute("UPDATE workflows SET record = '{not json' WHERE id = 'wf'", []).unwrap();
+        // The row's events (stored plainly: tag 0, then the JSON pair), with a produced event
+        // that is not one.
+        let events = [&b"\x00[null,"[..], br#"[{"id": 1}]]"#].concat();
         raw.execute(
-            "UPDATE journal SET produced = '[{\"id\": 1}]' WHERE wf = (SELECT seq FROM workflows WHERE id = 'wf')",
-            [],
+            "UPDATE journal SET events = ?1 WHERE wf = (SELECT seq FROM workflows WHERE id = 'wf')",
+            [events],
         )
         .unwrap();
     }
@@ -201,6 +204,20 @@ async fn a_corrupt_record_is_a_backend_error_not_a_panic() {
         let message = err.to_string();
         assert!(message.contains("corrupt or not of the expected type"), "{message}");
     }
+    // A journaled record that is not an encoded value at all: a permanent, typed error too.
+    {
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.busy_timeout(Duration::from_secs(5)).unwrap();
+        raw.execute(
+            "UPDATE journal SET record = X'80' WHERE wf = (SELECT seq FROM workflows WHERE id = 'wf')",
+            [],
+        )
+        .unwrap();
+    }
+    let err = m.entry("wf", 1).await.map(|_| ()).unwrap_err();
+    let MemoryError::Backend { source, .. } = &err else { panic!("expected Backend, got {err:?}") };
+    assert!(!err.is_transient(), "{err}");
+    assert!(matches!(source.downcast_ref::<SqliteError>(), Some(SqliteError::Journal { .. })), "{source}");
     // A record of another type is reported the same way.
     let typed: orchestrator_sqlite::SqliteMemory<u64> =
         orchestrator_sqlite::SqliteConfig::new(&path).open().unwrap();
@@ -227,4 +244,83 @@ async fn a_busy_database_is_a_transient_error_and_changes_nothing() {
     raw.execute_batch("ROLLBACK").unwrap();
     assert_eq!(m.read("wf").await.unwrap().map(|s| s.version), Some(1), "nothing was written");
     assert_eq!(m.write("wf", &"two".into(), Some(1), None, &WriteMeta::new("wf", "src")).await.unwrap(), 2);
+}
+
+/// The raw journal rows of `id`: (version, whether its record is stored as a snapshot).
+fn stored_rows(path: &std::path::Path, id: &str) -> Vec<(u64, bool)> {
+    let raw = rusqlite::Connection::open(path).expect("the raw journal");
+    raw.busy_timeout(Duration::from_secs(5)).expect("the raw journal");
+    raw.prepare(
+        "SELECT j.version, hex(substr(j.record, 1, 1)) IN ('00', '02') FROM journal j \
+         JOIN workflows w ON w.seq = j.wf WHERE w.id = ?1 ORDER BY j.version",
+    )
+    .expect("the raw journal")
+    .query_map([id], |r| Ok((r.get::<_, i64>(0)?.unsigned_abs(), r.get(1)?)))
+    .expect("the raw journal")
+    .collect::<Result<_, _>>()
+    .expect("the raw journal")
+}
+
+#[tokio::test]
+async fn a_growing_record_is_journaled_as_deltas_and_every_version_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.db");
+    let m: orchestrator_sqlite::SqliteMemory<Vec<String>> =
+        orchestrator_sqlite::SqliteConfig::new(&path).retention(Retention::Archive).open().unwrap();
+    let mut record = Vec::new();
+    let mut written = Vec::new();
+    let mut prev = None;
+    for i in 0..60u64 {
+        record.push(format!("response number {i} with some padding"));
+        // Version 30 is written without a journal entry: the next entry cannot be a delta.
+        let entry = (i != 29).then(|| JournalEntry { at: at(i), consumed: None, produced: &[] });
+        let meta = WriteMeta { entry, ..WriteMeta::new("wf", "src") };
+        prev = Some(m.write("wf", &record, prev, None, &meta).await.unwrap());
+        if i != 29 {
+            written.push((i + 1, record.clone()));
+        }
+    }
+    let rows = stored_rows(&path, "wf");
+    assert_eq!(rows.len(), 59);
+    let snapshots: Vec<u64> = rows.iter().filter(|(_, s)| *s).map(|(v, _)| *v).collect();
+    assert!(
+        snapshots.contains(&1) && snapshots.contains(&31),
+        "the first row and the one after a gap: {snapshots:?}"
+    );
+    assert!(snapshots.len() < 15, "mostly deltas: {snapshots:?}");
+    // Every version by entry, and every page size (pages start at deltas too).
+    for (version, record) in &written {
+        let entry = m.entry("wf", *version).await.unwrap().expect("journaled");
+        assert_eq!((entry.version, &entry.record), (*version, record));
+    }
+    assert!(m.entry("wf", 30).await.unwrap().is_none(), "not journaled");
+    for page in [1, 4, 7, 100] {
+        let mut seen = Vec::new();
+        let mut after = 0;
+        loop {
+            let entries = m.history("wf", after, page).await.unwrap();
+            let Some(last) = entries.last() else { break };
+            after = last.version;
+            seen.extend(entries.into_iter().map(|e| (e.version, e.record)));
+        }
+        assert_eq!(seen, written, "pages of {page}");
+    }
+    // Archived as stored: the archive reads back the same history.
+    let finish = orchestrator::memory::Commit {
+        finished: true,
+        ..orchestrator::memory::Commit::new(
+            "wf",
+            record.clone(),
+            prev,
+            WriteMeta {
+                entry: Some(JournalEntry { at: at(99), consumed: None, produced: &[] }),
+                ..WriteMeta::new("wf", "src")
+            },
+        )
+    };
+    m.commit(finish).await.unwrap();
+    written.push((61, record));
+    let archived = m.archived_history("wf", 40, 100).await.unwrap();
+    let archived: Vec<_> = archived.into_iter().map(|e| (e.version, e.record)).collect();
+    assert_eq!(archived, written[39..], "from a delta in the archive");
 }

@@ -106,17 +106,23 @@ fn the_hot_queries_use_their_indexes() {
     );
     assert!(claims.contains("workflows_wake") && !claims.contains("TEMP B-TREE"), "{claims}");
     let produced = plan(
-        "SELECT j.version, j.produced FROM workflows w JOIN journal j INDEXED BY journal_consumed \
+        "SELECT j.version, j.events FROM workflows w JOIN journal j INDEXED BY journal_consumed \
          ON j.wf = w.seq WHERE w.id = 'a' AND j.consumed_event_id = 'e' AND j.consumed_source = 's' \
          AND j.consumed_event_id IS NOT NULL ORDER BY j.version LIMIT 1",
     );
     assert!(produced.contains("journal_consumed") && !produced.contains("TEMP B-TREE"), "{produced}");
     let history = plan(
-        "SELECT j.version, j.at_ms, j.consumed, j.produced, j.record \
+        "SELECT j.version, j.at_ms, j.events, j.record \
          FROM workflows w JOIN journal j ON j.wf = w.seq \
          WHERE w.id = 'a' AND j.version > 3 ORDER BY j.version LIMIT 10",
     );
     assert!(history.contains("journal_version") && !history.contains("TEMP B-TREE"), "{history}");
+    // Rebuilding a record: back from a version to the snapshot before it.
+    let chain = plan(
+        "SELECT j.version, j.record FROM workflows w JOIN journal j ON j.wf = w.seq \
+         WHERE w.id = 'a' AND j.version <= 3 ORDER BY j.version DESC",
+    );
+    assert!(chain.contains("journal_version") && !chain.contains("TEMP B-TREE"), "{chain}");
     let children = plan("SELECT id FROM workflows WHERE parent_subject = 'p' ORDER BY seq");
     assert!(children.contains("workflows_parent") && !children.contains("TEMP B-TREE"), "{children}");
 }

@@ -41,6 +41,7 @@ mod dynamic;
 mod in_memory;
 mod index;
 mod journal;
+pub mod journal_codec;
 mod policy;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -584,7 +584,10 @@ impl IndexFixture {
         let later = Some(SystemTime::now() + Duration::from_secs(3_600));
         // The columns come from the parsed subject a writer passes (a, c), from the id when it
         // passes none (d), and from the id when the parsed subject is another workflow's (b).
-        let writes: [(&Subject, Option<&Subject>, Option<&str>, WorkflowState, Option<SystemTime>); 4] = [
+        /// A workflow written: its subject, the parsed subject passed, its parent, status, wake-up.
+        type Write<'a> =
+            (&'a Subject, Option<&'a Subject>, Option<&'a str>, WorkflowState, Option<SystemTime>);
+        let writes: [Write<'_>; 4] = [
             (&a, Some(&a), None, WorkflowState::Active, None),
             (&b, Some(&d), None, WorkflowState::Active, None),
             (&c, Some(&c), Some(&fixture.a), WorkflowState::Waiting, later),
