@@ -512,6 +512,32 @@ mod tests {
         rows.collect::<Result<Vec<_>, _>>().unwrap().join("\n")
     }
 
+    /// The indexes end at the creation time (schema 11): workflows created in the same
+    /// millisecond are still listed by id, descending, and a page ending among them continues
+    /// with the next id.
+    #[test]
+    fn workflows_created_in_one_millisecond_are_listed_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ties.db");
+        let mut conn = Connection::open(&path).unwrap();
+        crate::schema::migrate(&mut conn, &path).unwrap();
+        for (id, created) in [("wf-b", 5), ("wf-d", 5), ("wf-a", 5), ("wf-c", 5), ("wf-z", 4), ("wf-y", 6)] {
+            conn.execute(
+                "INSERT INTO workflows (id, version, record, source, created_at_ms, updated_at_ms, status)
+                 VALUES (?1, 1, '{}', 'arvo.orc.ties', ?2, ?2, 'active')",
+                rusqlite::params![id, created],
+            )
+            .unwrap();
+        }
+        let ids = |page: &Page<WorkflowSummary>| page.items.iter().map(|w| w.id.clone()).collect::<Vec<_>>();
+        let first = list_workflows(&conn, &WorkflowFilter { limit: 3, ..WorkflowFilter::new() }).unwrap();
+        assert_eq!(ids(&first), ["wf-y", "wf-d", "wf-c"]);
+        let source = Some("arvo.orc.ties".to_owned());
+        let rest =
+            WorkflowFilter { limit: 10, after: first.next, orchestrator: source, ..WorkflowFilter::new() };
+        assert_eq!(ids(&list_workflows(&conn, &rest).unwrap()), ["wf-b", "wf-a", "wf-z"]);
+    }
+
     #[test]
     fn listings_search_an_index() {
         let some = |s: &str| Some(s.to_owned());

@@ -260,7 +260,27 @@ CREATE TABLE journal_archive (
 ";
 
 /// The migration steps, oldest first: step `i` leads to version `i + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+/// Version 11: the listing indexes of the workflow index end at the creation time. Each entry
+/// of an SQLite index carries the row's integer key (`seq`) anyway; the workflow id (a subject:
+/// ~200 bytes) as the last column made each of the five indexes about as large as the row's
+/// other columns together. The listings keep their order (creation time, then id, descending):
+/// SQLite walks the index by creation time and sorts only workflows created in the same
+/// millisecond by id (`USE TEMP B-TREE FOR RIGHT PART OF ORDER BY`), and stops at the page size.
+const V11: &str = "
+DROP INDEX workflows_created;
+DROP INDEX workflows_source_created;
+DROP INDEX workflows_status_created;
+DROP INDEX workflows_initiator_created;
+DROP INDEX workflows_root_created;
+CREATE INDEX workflows_created ON workflows (created_at_ms DESC);
+CREATE INDEX workflows_source_created ON workflows (source, created_at_ms DESC);
+CREATE INDEX workflows_status_created ON workflows (status, created_at_ms DESC);
+CREATE INDEX workflows_initiator_created ON workflows (initiator, created_at_ms DESC)
+    WHERE initiator IS NOT NULL;
+CREATE INDEX workflows_root_created ON workflows (root, created_at_ms DESC);
+";
+
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 /// After [`V10`]: the journal rows of version 9 (`journal_v9`, `journal_archive_v9`) re-encoded
 /// into the compact tables, then the old tables dropped. Rows are read in order, one workflow
