@@ -51,30 +51,53 @@ async fn bounded<F: Future>(test: F) -> F::Output {
     timeout(LIMIT, test).await.expect("the test finished in time")
 }
 
-/// Records every lifecycle event.
-fn record(mut events: broadcast::Receiver<LifecycleEvent>) -> Arc<Mutex<Vec<LifecycleEvent>>> {
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&log);
-    tokio::spawn(async move {
-        loop {
-            match events.recv().await {
-                Ok(event) => sink.lock().expect("log").push(event),
-                Err(broadcast::error::RecvError::Lagged(n)) => panic!("lagged by {n}"),
-                Err(broadcast::error::RecvError::Closed) => break,
-            }
-        }
-    });
-    log
+/// Every lifecycle event of a consumer, read from its channel when the log is looked at: what
+/// was emitted before a look is in it (no recorder task that could lag behind).
+struct Log {
+    events: Mutex<broadcast::Receiver<LifecycleEvent>>,
+    seen: Mutex<Vec<LifecycleEvent>>,
 }
 
-fn names(log: &Mutex<Vec<LifecycleEvent>>, keep: impl Fn(&LifecycleEvent) -> bool) -> Vec<&'static str> {
+impl Log {
+    /// The events so far, in the order they were emitted.
+    fn lock(&self) -> std::sync::LockResult<std::sync::MutexGuard<'_, Vec<LifecycleEvent>>> {
+        let mut seen = self.seen.lock();
+        if let Ok(seen) = seen.as_mut() {
+            let mut events = self.events.lock().expect("the channel");
+            loop {
+                match events.try_recv() {
+                    Ok(event) => seen.push(event),
+                    Err(broadcast::error::TryRecvError::Lagged(n)) => panic!("the log lagged by {n}"),
+                    Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed) => {
+                        break;
+                    }
+                }
+            }
+        }
+        seen
+    }
+}
+
+/// Records every lifecycle event.
+fn record(events: broadcast::Receiver<LifecycleEvent>) -> Arc<Log> {
+    Arc::new(Log { events: Mutex::new(events), seen: Mutex::default() })
+}
+
+fn names(log: &Log, keep: impl Fn(&LifecycleEvent) -> bool) -> Vec<&'static str> {
     log.lock().expect("log").iter().filter(|e| keep(e)).map(LifecycleEvent::name).collect()
 }
 
-/// Waits until `f` holds, checking every 5 ms.
-async fn eventually(mut f: impl FnMut() -> bool) {
-    while !f() {
-        sleep(Duration::from_millis(5)).await;
+/// Waits until `f` holds, checking every 5 ms; fails, saying which wait, when it does not hold
+/// within most of the test's bound.
+#[track_caller]
+fn eventually(mut f: impl FnMut() -> bool) -> impl Future<Output = ()> {
+    let at = std::panic::Location::caller();
+    async move {
+        let deadline = Instant::now() + LIMIT - Duration::from_secs(5);
+        while !f() {
+            assert!(Instant::now() < deadline, "the condition waited for at {at} did not hold");
+            sleep(Duration::from_millis(5)).await;
+        }
     }
 }
 

@@ -1,11 +1,14 @@
 //! [`PgDelivery`]: one claimed row, settled with its claim's token.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use orchestrator::event::Event;
 use orchestrator::transport::{Delivery, TransportError};
 
+use super::retry::SettleRetry;
 use super::shared::{ClaimRead, Claimed, Lane, Shared, columns, ms_i64, transport_error};
 use super::signals::{Claim, Looked};
 use crate::error::PgError;
@@ -14,10 +17,16 @@ use crate::queries as q;
 
 /// One delivery of a [`PgQueue`](super::PgQueue): a claimed row, held until settled or until
 /// its visibility deadline. Dropped unsettled, it is given back at once (a nack without delay).
+///
+/// A settlement that fails for a moment (a dropped connection, a restarting server) is tried
+/// again with backoff while the claim holds: each names the claim's token, so a try whose
+/// answer was lost after its commit is not applied twice.
 pub struct PgDelivery {
     shared: Arc<Shared>,
     seq: i64,
     token: i64,
+    /// When the claim lapses, as this process sees it (moved on by `extend`).
+    until: Mutex<Instant>,
     attempt: u32,
     topic: String,
     subject: String,
@@ -76,6 +85,7 @@ impl PgDelivery {
                     shared: Arc::clone(shared),
                     seq: row.seq,
                     token: row.token,
+                    until: Mutex::new(Instant::now() + shared.config.visibility),
                     attempt,
                     topic: row.topic,
                     subject: row.subject,
@@ -101,6 +111,11 @@ impl PgDelivery {
             Ok(())
         }
     }
+
+    /// The backoff of a settlement: tries again until the claim lapses.
+    fn retry(&self) -> SettleRetry {
+        SettleRetry::until(*self.until.lock().unwrap_or_else(PoisonError::into_inner))
+    }
 }
 
 impl Delivery for PgDelivery {
@@ -120,16 +135,22 @@ impl Delivery for PgDelivery {
             self.settled = true;
             return Ok(());
         }
-        let (topics, subjects, ids, json) = columns(&lanes, &produced)?;
-        let params: Vec<Param> = vec![
-            Box::new(self.seq),
-            Box::new(self.token),
-            Box::new(topics),
-            Box::new(subjects),
-            Box::new(ids),
-            Box::new(json),
-        ];
-        if let Err(e) = self.shared.ack(params).await {
+        let mut retry = self.retry();
+        loop {
+            // Built again for each try (the statement takes its parameters).
+            let (topics, subjects, ids, json) = columns(&lanes, &produced)?;
+            let params: Vec<Param> = vec![
+                Box::new(self.seq),
+                Box::new(self.token),
+                Box::new(topics),
+                Box::new(subjects),
+                Box::new(ids),
+                Box::new(json),
+            ];
+            let Err(e) = self.shared.ack(params).await else { break };
+            if retry.again("ack", &e).await {
+                continue;
+            }
             if !e.is_transient() {
                 // The database refuses the products for good (a key too long for its index, a
                 // NUL character): delivering the event again would fail the same way, so it
@@ -148,17 +169,31 @@ impl Delivery for PgDelivery {
 
     async fn nack(mut self, delay: Duration) -> Result<(), TransportError> {
         let delay = ms_i64(delay);
-        let rows = self.shared.query(q::NACK, &[&self.seq, &self.token, &delay]).await?;
+        let mut retry = self.retry();
+        let rows = loop {
+            match self.shared.query(q::NACK, &[&self.seq, &self.token, &delay]).await {
+                Ok(rows) => break rows,
+                Err(e) if retry.again("nack", &e).await => {}
+                Err(e) => return Err(e),
+            }
+        };
         self.settled = true;
         if delay == 0 {
             self.shared.wake.enqueued();
+        }
+        if rows.is_empty() && retry.retried() {
+            // The failed try may have given the row back already: either way it is not ours.
+            return Ok(());
         }
         self.held(&rows)
     }
 
     async fn extend(&self, by: Duration) -> Result<(), TransportError> {
+        let asked = Instant::now();
         let rows = self.shared.query(q::EXTEND, &[&self.seq, &self.token, &ms_i64(by)]).await?;
-        self.held(&rows)
+        self.held(&rows)?;
+        *self.until.lock().unwrap_or_else(PoisonError::into_inner) = asked + by;
+        Ok(())
     }
 
     async fn terminate(mut self, reason: String) -> Result<(), TransportError> {
@@ -180,7 +215,14 @@ impl PgDelivery {
             &attempt,
             &reason,
         ];
-        self.shared.query(q::TERMINATE, &params).await?;
+        let mut retry = self.retry();
+        loop {
+            match self.shared.query(q::TERMINATE, &params).await {
+                Ok(_) => break,
+                Err(e) if retry.again("terminate", &e).await => {}
+                Err(e) => return Err(e),
+            }
+        }
         self.settled = true;
         self.shared.wake.enqueued();
         Ok(())
@@ -206,7 +248,8 @@ impl Drop for PgDelivery {
             return;
         }
         let shared = Arc::clone(&self.shared);
-        let (seq, token) = (self.seq, self.token);
-        tokio::spawn(async move { shared.give_back(seq, token).await });
+        let (seq, token, until) =
+            (self.seq, self.token, *self.until.lock().unwrap_or_else(PoisonError::into_inner));
+        tokio::spawn(async move { shared.give_back(seq, token, until).await });
     }
 }

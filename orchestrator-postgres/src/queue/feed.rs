@@ -180,8 +180,9 @@ impl Feed {
     /// The last subscriber left: gives back what was claimed and not handed out.
     async fn stop(&self) {
         let rows: Vec<Claimed> = self.lock().buffer.drain(..).collect();
+        let until = tokio::time::Instant::now() + self.shared.config.visibility;
         for row in rows {
-            self.shared.give_back(row.seq, row.token).await;
+            self.shared.give_back(row.seq, row.token, until).await;
         }
         self.ready.notify_waiters();
     }

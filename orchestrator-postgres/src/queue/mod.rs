@@ -47,6 +47,7 @@ mod dead_letter;
 mod delivery;
 mod feed;
 mod listener;
+mod retry;
 mod shared;
 pub(crate) mod signals;
 mod subscription;

@@ -263,12 +263,16 @@ impl Shared {
         Ok(ms.map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0))))
     }
 
-    /// Gives back claim `(seq, token)` at once (a nack without delay), best effort: a claim not
-    /// given back lapses.
-    pub(super) async fn give_back(&self, seq: i64, token: i64) {
-        match self.query(q::NACK, &[&seq, &token, &0_i64]).await {
-            Ok(_) => self.wake.enqueued(),
-            Err(e) => tracing::debug!(error = %e, "giving back a claim failed; it will lapse"),
+    /// Gives back claim `(seq, token)` at once (a nack without delay), trying again after a
+    /// transient failure until the claim lapses at `until`: a claim not given back lapses.
+    pub(super) async fn give_back(&self, seq: i64, token: i64, until: tokio::time::Instant) {
+        let mut retry = super::retry::SettleRetry::until(until);
+        loop {
+            match self.query(q::NACK, &[&seq, &token, &0_i64]).await {
+                Ok(_) => return self.wake.enqueued(),
+                Err(e) if retry.again("give back", &e).await => {}
+                Err(e) => return tracing::debug!(error = %e, "giving back a claim failed; it will lapse"),
+            }
         }
     }
 
