@@ -51,6 +51,18 @@ pub enum PgError {
         #[source]
         source: serde_json::Error,
     },
+    /// A journal row's encoded value is corrupt (see
+    /// [`orchestrator::memory::journal_codec`]).
+    #[error("corrupt {what} in the journal{}: {source}", version.map(|v| format!(" at version {v}")).unwrap_or_default())]
+    Journal {
+        /// What.
+        what: &'static str,
+        /// The row's version, when known.
+        version: Option<i64>,
+        /// Why.
+        #[source]
+        source: orchestrator::memory::journal_codec::CodecError,
+    },
     /// A queue delivery's claim is no longer its own: its visibility deadline passed and
     /// another consumer claimed the event, or it was settled already.
     #[error("the claim on event `{event_id}` was lost (its visibility deadline passed, or it was settled)")]
@@ -82,7 +94,9 @@ impl PgError {
         match self {
             Self::Postgres(e) => postgres_is_transient(e),
             Self::Pool(_) | Self::CommittersStopped | Self::Unanswered(_) | Self::Vanished { .. } => true,
-            Self::Codec { .. } | Self::Invalid { .. } | Self::ClaimLost { .. } => false,
+            Self::Codec { .. } | Self::Journal { .. } | Self::Invalid { .. } | Self::ClaimLost { .. } => {
+                false
+            }
         }
     }
 }

@@ -40,7 +40,7 @@
 //!
 //! # Design
 //!
-//! * **One row per workflow** in `workflows`: the record as JSONB, its version (compare-and-swap:
+//! * **One row per workflow** in `workflows`: the record as JSON text, its version (compare-and-swap:
 //!   `UPDATE … WHERE id = $1 AND version = $2`; a creation is an `INSERT … ON CONFLICT DO
 //!   NOTHING`), the next wake-up (`wake_at`, indexed) and its claim, the parent, the initiator,
 //!   the writing source, `finished_at` and timestamps.
@@ -135,9 +135,18 @@
 //! * A `lock` or `acquire` that meets a commit of the same workflow in flight waits for that
 //!   transaction (the commit holds the lease row); it never waits for a lease.
 //!
-//! Records are JSONB (so a record whose JSON holds the character U+0000 cannot be stored:
-//! PostgreSQL refuses it); events (consumed, produced, outbox) are kept as JSON text, exactly as
-//! serialized. Every value travels as a bound parameter.
+//! * **The journal is compact** (schema migration 10, the encoding of the SQLite store:
+//!   [`orchestrator::memory::journal_codec`]): a row keeps its consumed and produced events as one
+//!   deflated value, and its record as a snapshot or as a JSON Patch against the row before, a
+//!   snapshot whenever the delta bytes since the last one reach the record's size; a resumable's
+//!   journal grows with what each step changed, not with its whole record at every step. A step
+//!   writes a delta against the record it read (the compare-and-swap on the version makes sure it
+//!   is still the stored one); reading a version starts at the latest snapshot at or before it.
+//!   The migration re-encodes the rows written before it.
+//!
+//! Records are kept as the JSON text serialized (in the workflow's row; compactly in the
+//! journal), queued events as JSON text, exactly as serialized. Every value travels as a bound
+//! parameter.
 //!
 //! # The store alone
 //!
@@ -158,6 +167,7 @@ mod answers;
 pub mod effects;
 mod error;
 mod group;
+mod journal;
 mod queries;
 pub mod queue;
 mod schema;

@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this crate writes and reads. A database at a newer version is refused
 /// with [`OpenError::NewerSchema`].
-pub const SCHEMA_VERSION: i32 = 9;
+pub const SCHEMA_VERSION: i32 = 10;
 
 /// The migrations, in order: entry `i` brings the schema from version `i` to `i + 1`. `{s}` is
 /// replaced by the quoted schema name.
@@ -701,6 +701,148 @@ const MIGRATIONS: &[&str] = &[
      DROP INDEX {s}.workflows_status_updated;
      CREATE INDEX workflows_status_touched ON {s}.workflows (status, touched_minute DESC);
      ALTER TABLE {s}.workflows SET (fillfactor = 70);",
+    // 10: the compact journal (`orchestrator::memory::journal_codec`, as on SQLite): a row keeps
+    // its consumed and produced events as one encoded value (`events`) and its record as a
+    // snapshot or as a JSON Patch against the row before (`record_bytes`); each workflow keeps
+    // the version of its last journal row and the delta bytes written since its last snapshot
+    // (`journal_tail`, `journal_since`), so that the next commit knows whether it may write a
+    // delta. Records are stored as the text written (JSONB parsed every record at every commit,
+    // twice, and printed it back at every read; nothing queries inside a record). The old
+    // columns are re-encoded by `crate::journal::migrate`, then dropped, in the same transaction.
+    "ALTER TABLE {s}.journal ADD COLUMN events BYTEA, ADD COLUMN record_bytes BYTEA;
+     ALTER TABLE {s}.archive_journal ADD COLUMN events BYTEA, ADD COLUMN record_bytes BYTEA;
+     ALTER TABLE {s}.workflows ALTER COLUMN record TYPE TEXT USING record::text,
+         ADD COLUMN journal_tail BIGINT, ADD COLUMN journal_since BIGINT;
+     ALTER TABLE {s}.archive_workflows ALTER COLUMN record TYPE TEXT USING record::text,
+         ADD COLUMN journal_tail BIGINT, ADD COLUMN journal_since BIGINT;
+     DROP FUNCTION {s}.commit_step(TEXT, BIGINT, BIGINT, TEXT, BOOLEAN, TEXT, BOOLEAN, TEXT, TEXT,
+         BIGINT, TEXT, BOOLEAN, BIGINT, TEXT, TEXT, TEXT, TEXT, BOOLEAN, TEXT, TEXT[], TEXT[], TEXT[],
+         TEXT[], BOOLEAN, INTEGER, BIGINT, BOOLEAN, TEXT, TEXT, TEXT);
+     CREATE FUNCTION {s}.commit_step(
+         p_id TEXT, p_prev BIGINT, p_token BIGINT, p_record TEXT,
+         p_parent_known BOOLEAN, p_parent TEXT, p_initiator_known BOOLEAN, p_initiator TEXT,
+         p_source TEXT, p_wake_ms BIGINT, p_status TEXT,
+         p_has_entry BOOLEAN, p_at_ms BIGINT, p_c_source TEXT, p_c_id TEXT, p_events BYTEA,
+         p_record_bytes BYTEA, p_since BIGINT,
+         p_outbox BOOLEAN, p_ob_consumed TEXT, p_ob_topics TEXT[], p_ob_subjects TEXT[],
+         p_ob_ids TEXT[], p_ob_events TEXT[],
+         p_finished BOOLEAN, p_mode INTEGER, p_after_ms BIGINT, p_release BOOLEAN,
+         p_orchestrator_version TEXT, p_execution_id TEXT, p_meta TEXT,
+         OUT o_status INTEGER, OUT o_version BIGINT)
+     LANGUAGE plpgsql AS $fn$
+     DECLARE
+         v_version BIGINT;
+         v_root TEXT;
+     BEGIN
+         IF p_token IS NOT NULL THEN
+             PERFORM 1 FROM {s}.leases l
+             WHERE l.id = p_id AND l.token = p_token AND l.expires_at > now() FOR SHARE;
+             IF NOT FOUND THEN
+                 o_status := 1;
+                 RETURN;
+             END IF;
+         END IF;
+         IF p_prev IS NULL THEN
+             -- The root: the parent's, else the parent itself (its row is gone or not written
+             -- yet), else this workflow.
+             IF p_parent IS NOT NULL THEN
+                 SELECT w.root INTO v_root FROM {s}.workflows w WHERE w.id = p_parent;
+             END IF;
+             v_root := COALESCE(v_root, p_parent, p_id);
+             INSERT INTO {s}.workflows AS w
+                 (id, record, version, parent, initiator, source, wake_at, status, root, finished_at,
+                  orchestrator_version, execution_id, meta, journal_tail, journal_since)
+             VALUES (p_id, p_record, 1, p_parent, p_initiator, p_source,
+                     to_timestamp(p_wake_ms / 1000.0), p_status, v_root,
+                     CASE WHEN p_finished AND p_mode IN (0, 2) THEN now() END,
+                     p_orchestrator_version, p_execution_id, p_meta::jsonb,
+                     CASE WHEN p_has_entry THEN 1 END, CASE WHEN p_has_entry THEN p_since END)
+             ON CONFLICT (id) DO NOTHING RETURNING w.version INTO v_version;
+         ELSE
+             UPDATE {s}.workflows w SET record = p_record, version = p_prev + 1,
+                 parent = CASE WHEN p_parent_known THEN p_parent ELSE w.parent END,
+                 initiator = CASE WHEN p_initiator_known THEN p_initiator ELSE w.initiator END,
+                 source = p_source, wake_at = to_timestamp(p_wake_ms / 1000.0),
+                 status = p_status,
+                 -- A parent learnt (or changed) after the first write moves the root with it.
+                 root = CASE WHEN p_parent_known AND p_parent IS DISTINCT FROM w.parent
+                             THEN COALESCE((SELECT p.root FROM {s}.workflows p WHERE p.id = p_parent),
+                                           p_parent, p_id)
+                             ELSE w.root END,
+                 claimed_until = NULL, updated_at = now(),
+                 finished_at = CASE WHEN p_finished AND p_mode IN (0, 2)
+                                    THEN COALESCE(w.finished_at, now()) ELSE w.finished_at END,
+                 journal_tail = CASE WHEN p_has_entry THEN p_prev + 1 ELSE w.journal_tail END,
+                 journal_since = CASE WHEN p_has_entry THEN p_since ELSE w.journal_since END
+             WHERE w.id = p_id AND w.version = p_prev RETURNING w.version INTO v_version;
+         END IF;
+         IF v_version IS NULL THEN
+             SELECT w.version INTO v_version FROM {s}.workflows w WHERE w.id = p_id;
+             o_status := 2;
+             o_version := v_version;
+             RETURN;
+         END IF;
+         IF p_has_entry THEN
+             INSERT INTO {s}.journal
+                 (wf, version, at_ms, consumed_source, consumed_id, events, record_bytes)
+             VALUES (p_id, v_version, p_at_ms, p_c_source, p_c_id, p_events, p_record_bytes);
+         END IF;
+         IF p_outbox THEN
+             IF p_ob_consumed IS NOT NULL THEN
+                 DELETE FROM {s}.queue q WHERE q.event_id = p_ob_consumed;
+             END IF;
+             IF cardinality(p_ob_ids) > 0 THEN
+                 INSERT INTO {s}.queue (topic, subject, event_id, event)
+                 SELECT t.topic, t.subject, t.id, t.ev
+                 FROM unnest(p_ob_topics, p_ob_subjects, p_ob_ids, p_ob_events)
+                     WITH ORDINALITY AS t(topic, subject, id, ev, ord)
+                 ORDER BY t.ord
+                 ON CONFLICT (event_id) DO NOTHING;
+             END IF;
+         END IF;
+         -- Keep (0) is done: the write above set `finished_at`.
+         IF p_finished AND p_mode <> 0 THEN
+             PERFORM {s}.retain(p_id, p_mode, p_after_ms);
+         END IF;
+         IF p_release AND p_token IS NOT NULL THEN
+             DELETE FROM {s}.leases l WHERE l.id = p_id AND l.token = p_token;
+         END IF;
+         o_status := 0;
+         o_version := v_version;
+     END $fn$;
+     DROP FUNCTION {s}.claim(TEXT[], BIGINT, TEXT, BIGINT);
+     CREATE FUNCTION {s}.claim(p_topics TEXT[], p_limit BIGINT, p_owner TEXT, p_ms BIGINT)
+     RETURNS TABLE (seq BIGINT, token BIGINT, attempt INTEGER, topic TEXT, subject TEXT,
+                    event_id TEXT, event TEXT, w_record TEXT, w_version BIGINT, j_source TEXT,
+                    j_events BYTEA, w_tail BIGINT, w_since BIGINT)
+     LANGUAGE plpgsql SET enable_bitmapscan = off SET enable_sort = off AS $fn$
+     #variable_conflict use_column
+     BEGIN
+         RETURN QUERY
+         WITH picked AS (
+             SELECT q.seq FROM {s}.queue q
+             WHERE q.claimed_by IS NULL AND (p_topics IS NULL OR q.topic = ANY (p_topics))
+               AND q.visible_at <= now()
+               AND NOT EXISTS (SELECT 1 FROM {s}.queue p
+                               WHERE p.topic = q.topic AND p.subject = q.subject
+                                 AND (p.seq < q.seq OR p.claimed_by IS NOT NULL))
+             ORDER BY q.seq LIMIT p_limit FOR UPDATE SKIP LOCKED),
+         claimed AS (
+             UPDATE {s}.queue q SET attempt = q.attempt + 1, token = nextval('{s}.claim_tokens'),
+                 claimed_by = p_owner, claimed_until = now() + p_ms * interval '1 millisecond'
+             FROM picked WHERE q.seq = picked.seq
+             RETURNING q.seq, q.token, q.attempt, q.topic, q.subject, q.event_id, q.event)
+         -- The journal's entry for the event's id (its source is compared by the caller: the
+         -- event's text is not parsed here, a row that is not JSON must not fail the claim).
+         SELECT c.seq, c.token, c.attempt, c.topic, c.subject, c.event_id, c.event,
+                w.record, w.version, j.consumed_source, j.events, w.journal_tail, w.journal_since
+         FROM claimed c
+         LEFT JOIN {s}.workflows w ON w.id = c.subject AND w.source = c.topic
+         LEFT JOIN LATERAL (
+             SELECT e.consumed_source, e.events FROM {s}.journal e
+             WHERE w.id IS NOT NULL AND e.wf = c.subject AND e.consumed_id = c.event_id
+             ORDER BY e.version LIMIT 1) j ON true;
+     END $fn$;",
 ];
 
 // One migration per version: a migration appended without bumping the version (or the
@@ -735,8 +877,12 @@ pub(crate) async fn migrate(client: &mut Client, schema: &str) -> Result<(), Ope
         return Err(OpenError::NewerSchema { found, supported: SCHEMA_VERSION });
     }
     let start = usize::try_from(found).unwrap_or(0);
-    for migration in MIGRATIONS.iter().skip(start) {
+    for (index, migration) in MIGRATIONS.iter().enumerate().skip(start) {
         tx.batch_execute(&migration.replace("{s}", &s)).await.map_err(OpenError::Migration)?;
+        if index + 1 == 10 {
+            // The rows of the old journal, re-encoded in Rust (SQL cannot deflate).
+            crate::journal::migrate(&tx, &s).await?;
+        }
     }
     if found < SCHEMA_VERSION {
         tx.batch_execute(&format!(

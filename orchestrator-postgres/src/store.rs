@@ -19,6 +19,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::error::{OpenError, PgError, backend};
 use crate::group::{GroupCommit, Param};
+use crate::journal::{self, Base, Bases};
 use crate::queries as q;
 use crate::queue::signals::Signals;
 use crate::queue::{PgQueue, QueueConfig, Shared};
@@ -70,7 +71,8 @@ impl PgConfig {
 }
 
 /// A workflow store on PostgreSQL (see the [crate documentation](crate)). `R` is the record
-/// type, stored as JSONB.
+/// type, stored as JSON text (and in the journal, compactly: see
+/// [`orchestrator::memory::journal_codec`]).
 pub struct PgStore<R> {
     pool: Pool,
     /// The quoted schema name.
@@ -90,6 +92,8 @@ pub struct PgStore<R> {
     group: GroupCommit,
     /// `COMMIT` for this schema.
     commit_sql: Arc<str>,
+    /// The records read by steps, for their commits' journal rows (see `crate::journal`).
+    bases: Bases,
     _record: PhantomData<fn() -> R>,
 }
 
@@ -175,6 +179,7 @@ impl<R> PgStore<R> {
             node: config.node,
             group,
             commit_sql,
+            bases: Bases::default(),
             _record: PhantomData,
         })
     }
@@ -264,6 +269,27 @@ impl<R> PgStore<R> {
         })
     }
 
+    /// Decodes journal rows of workflow `id` read oldest first (see `crate::journal`): when
+    /// the first is a delta, reads the rows from the latest snapshot before it.
+    async fn decode_journal<C: GenericClient>(
+        &self,
+        client: &C,
+        id: &str,
+        rows: &[tokio_postgres::Row],
+    ) -> Result<Vec<JournalRecord<R>>, MemoryError>
+    where
+        R: DeserializeOwned,
+    {
+        let Some(first) = rows.first() else { return Ok(Vec::new()) };
+        let version: i64 = first.get(0);
+        let lead = if journal::is_delta(id, version, first.get::<_, &[u8]>(3))? {
+            self.query(client, id, q::LEAD, &[&id, &version]).await?
+        } else {
+            Vec::new()
+        };
+        journal::decode_rows(id, &lead, rows)
+    }
+
     /// Runs a compensating statement after a transient failure, on a fresh connection, best
     /// effort (within 2 s): what it frees lapses by itself otherwise.
     async fn compensate(&self, id: &str, template: &str, params: &[&(dyn ToSql + Sync)]) {
@@ -324,23 +350,6 @@ fn queue_columns<'a, S: From<&'a str>>(
         events.iter().map(|e| S::from(e.id())).collect(),
         events.iter().map(|e| encode(id, "event", e)).collect::<Result<Vec<_>, _>>()?,
     ))
-}
-
-/// A journal row decoded.
-fn journal_record<R: DeserializeOwned>(
-    id: &str,
-    row: &tokio_postgres::Row,
-) -> Result<JournalRecord<R>, MemoryError> {
-    let consumed: Option<String> = row.get(2);
-    let produced: String = row.get(3);
-    let record: String = row.get(4);
-    Ok(JournalRecord {
-        version: to_u64(id, "version", row.get(0))?,
-        at: from_unix_ms(to_u64(id, "time", row.get(1))?),
-        consumed: consumed.map(|c| decode(id, "consumed event", &c)).transpose()?,
-        produced: decode(id, "produced events", &produced)?,
-        record: decode(id, "record", &record)?,
-    })
 }
 
 impl<R> Memory<R> for PgStore<R>
@@ -410,7 +419,14 @@ where
                 record: Arc::new(decode(id, "record", &looked.record)?),
                 version: to_u64(id, "version", looked.version)?,
             };
-            let produced = looked.produced.map(|raw| decode(id, "produced events", &raw)).transpose()?;
+            let produced = looked.produced.map(|raw| journal::produced(id, None, &raw)).transpose()?;
+            let base = Base {
+                version: looked.version,
+                record: looked.record,
+                tail: looked.tail,
+                since: looked.since,
+            };
+            self.bases.keep(id, base);
             return Ok(Some(Acquired { lease: None, stored: Some(stored), produced }));
         }
         let client = self.client(id).await?;
@@ -444,16 +460,20 @@ where
         };
         let record: Option<String> = row.get(2);
         let version: Option<i64> = row.get(3);
-        let produced: Option<String> = row.get(4);
+        let produced: Option<Vec<u8>> = row.get(4);
         let stored = match (record, version) {
-            (Some(raw), Some(version)) => Some(Stored {
-                record: Arc::new(decode(id, "record", &raw)?),
-                version: to_u64(id, "version", version)?,
-            }),
+            (Some(raw), Some(version)) => {
+                let stored = Stored {
+                    record: Arc::new(decode(id, "record", &raw)?),
+                    version: to_u64(id, "version", version)?,
+                };
+                self.bases.keep(id, Base { version, record: raw, tail: row.get(5), since: row.get(6) });
+                Some(stored)
+            }
             _ => None,
         };
         let produced = match (&stored, produced) {
-            (Some(_), Some(raw)) => Some(decode(id, "produced events", &raw)?),
+            (Some(_), Some(raw)) => Some(journal::produced(id, None, &raw)?),
             _ => None,
         };
         Ok(Some(Acquired { lease, stored, produced }))
@@ -462,16 +482,19 @@ where
     async fn commit(&self, commit: Commit<'_, R>) -> Result<u64, MemoryError> {
         let id = commit.id;
         check_id(id)?;
-        let record = encode(id, "record", &commit.record)?;
         let meta = &commit.meta;
-        let entry = match &meta.entry {
-            Some(entry) => Some((
-                time_ms(entry.at),
-                entry.consumed.map(|e| (e.source().to_owned(), e.id().to_owned())),
-                entry.consumed.map(|e| encode(id, "consumed event", e)).transpose()?,
-                encode(id, "produced events", entry.produced)?,
-            )),
-            None => None,
+        let prev = commit.prev.map(|p| to_i64(id, "version", p)).transpose()?;
+        // The base read for this step (taken: a commit that fails reads again).
+        let base = self.bases.take(id);
+        let (record, entry) = match &meta.entry {
+            Some(entry) => {
+                let encoded =
+                    journal::encode_entry(id, &commit.record, prev, base, entry.consumed, entry.produced)?;
+                let key = entry.consumed.map(|e| (e.source().to_owned(), e.id().to_owned()));
+                let journal::EncodedEntry { record_json, events, record_bytes, since } = encoded;
+                (record_json, Some((time_ms(entry.at), key, events, record_bytes, since)))
+            }
+            None => (encode(id, "record", &commit.record)?, None),
         };
         let token = commit.lease.map(|l| to_i64(id, "token", l.token)).transpose()?;
         if let Some(lease) = commit.lease
@@ -489,16 +512,16 @@ where
         };
         let wake_ms = meta.wake_at.map(time_ms);
 
-        let prev = commit.prev.map(|p| to_i64(id, "version", p)).transpose()?;
-        let (has_entry, at, (c_source, c_id), consumed, produced) = match &entry {
-            Some((at, key, consumed, produced)) => (
+        let (has_entry, at, (c_source, c_id), events, record_bytes, since) = match entry {
+            Some((at, key, events, record_bytes, since)) => (
                 true,
-                *at,
-                key.as_ref().map_or((None, None), |(s, i)| (Some(s.as_str()), Some(i.as_str()))),
-                consumed.as_deref(),
-                produced.as_str(),
+                at,
+                key.map_or((None, None), |(s, i)| (Some(s), Some(i))),
+                Some(events),
+                Some(record_bytes),
+                Some(since),
             ),
-            None => (false, 0, (None, None), None, "[]"),
+            None => (false, 0, (None, None), None, None, None),
         };
         let (ob_consumed, (ob_topics, ob_subjects, ob_ids, ob_events)) = match &commit.outbox {
             Some(step) => (step.consumed, queue_columns::<String>(id, step.produced)?),
@@ -525,10 +548,11 @@ where
             Box::new(status),
             Box::new(has_entry),
             Box::new(at),
-            Box::new(c_source.map(str::to_owned)),
-            Box::new(c_id.map(str::to_owned)),
-            Box::new(consumed.map(str::to_owned)),
-            Box::new(produced.to_owned()),
+            Box::new(c_source),
+            Box::new(c_id),
+            Box::new(events),
+            Box::new(record_bytes),
+            Box::new(since),
             Box::new(commit.outbox.is_some()),
             Box::new(ob_consumed.map(str::to_owned)),
             Box::new(ob_topics),
@@ -590,7 +614,7 @@ where
         check_id(id)?;
         let client = self.client(id).await?;
         let rows = self.query(&client, id, q::PRODUCED, &[&id, &event.source, &event.id]).await?;
-        rows.first().map(|row| decode(id, "produced events", &row.get::<_, String>(0))).transpose()
+        rows.first().map(|row| journal::produced(id, Some(row.get(0)), row.get::<_, &[u8]>(1))).transpose()
     }
 
     async fn claim_due(&self, limit: usize, claim: Duration) -> Result<Vec<Wake>, MemoryError> {
@@ -633,7 +657,7 @@ where
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let client = self.client(id).await?;
         let rows = self.query(&client, id, q::HISTORY, &[&id, &after, &limit]).await?;
-        rows.iter().map(|row| journal_record(id, row)).collect()
+        self.decode_journal(&client, id, &rows).await
     }
 
     async fn entry(&self, id: &str, version: u64) -> Result<Option<JournalRecord<R>>, MemoryError> {
@@ -641,7 +665,7 @@ where
         let Ok(version) = i64::try_from(version) else { return Ok(None) };
         let client = self.client(id).await?;
         let rows = self.query(&client, id, q::ENTRY, &[&id, &version]).await?;
-        rows.first().map(|row| journal_record(id, row)).transpose()
+        Ok(self.decode_journal(&client, id, &rows).await?.pop())
     }
 
     async fn children(&self, id: &str) -> Result<Vec<String>, MemoryError> {

@@ -113,8 +113,10 @@ async fn hostile_events_round_trip_or_are_refused() {
     run_sql(
         &url,
         &format!(
-            "INSERT INTO \"{schema}\".journal (wf, version, at_ms, consumed_source, consumed_id, consumed, produced, record) \
-             VALUES ('s', 1, 0, 'elsewhere', 'junk', '{{}}', '[]', '\"state\"')"
+            // (Encoded as the journal keeps them: a tag byte, then the JSON.)
+            "INSERT INTO \"{schema}\".journal (wf, version, at_ms, consumed_source, consumed_id, events, record_bytes) \
+             VALUES ('s', 1, 0, 'elsewhere', 'junk', '\\x00'::bytea || convert_to('[null,[]]', 'UTF8'), \
+                     '\\x00'::bytea || convert_to('\"state\"', 'UTF8'))"
         ),
     )
     .await

@@ -81,8 +81,11 @@ pub(super) struct ClaimRead {
     pub(super) record: String,
     pub(super) version: i64,
     /// The journal's first entry for the event's id: the source of the event it consumed, and
-    /// its products.
-    pub(super) entry: Option<(Option<String>, String)>,
+    /// its events (encoded).
+    pub(super) entry: Option<(Option<String>, Vec<u8>)>,
+    /// The workflow's journal state (see `crate::journal`).
+    pub(super) tail: Option<i64>,
+    pub(super) since: Option<i64>,
 }
 
 /// The state shared by a queue, its subscriptions and its deliveries.
@@ -236,8 +239,8 @@ impl Shared {
                 event: row.get(6),
                 looked: match (row.get::<_, Option<String>>(7), row.get::<_, Option<i64>>(8)) {
                     (Some(record), Some(version)) => {
-                        let entry = row.get::<_, Option<String>>(10).map(|produced| (row.get(9), produced));
-                        Some(ClaimRead { record, version, entry })
+                        let entry = row.get::<_, Option<Vec<u8>>>(10).map(|events| (row.get(9), events));
+                        Some(ClaimRead { record, version, entry, tail: row.get(11), since: row.get(12) })
                     }
                     _ => None,
                 },

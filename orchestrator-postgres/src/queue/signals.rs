@@ -26,7 +26,12 @@ pub(crate) struct Looked {
     pub(crate) source: String,
     pub(crate) record: String,
     pub(crate) version: i64,
-    pub(crate) produced: Option<String>,
+    /// The encoded events of the journal row that answered the event, if one did.
+    pub(crate) produced: Option<Vec<u8>>,
+    /// The workflow's journal state: its last journal row, the delta bytes since its last
+    /// snapshot.
+    pub(crate) tail: Option<i64>,
+    pub(crate) since: Option<i64>,
 }
 
 /// The shortest time between two notifications from one process.
