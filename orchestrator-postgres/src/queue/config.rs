@@ -30,6 +30,11 @@ pub struct QueueConfig {
     /// [`TransportError::EventTooLarge`](orchestrator::transport::TransportError::EventTooLarge)
     /// instead of being stored for consumers that could not parse it.
     pub max_event_bytes: usize,
+    /// Vacuum the queue's table after this many rows claimed by this process (default 2,000;
+    /// `None`: leave it to autovacuum). A busy queue leaves a dead row version behind for every
+    /// event; autovacuum comes by once a minute at most, and in between each claim walks past
+    /// the dead rows and the table grows (BENCHMARKS.md, session 11).
+    pub vacuum_every: Option<u64>,
 }
 
 impl Default for QueueConfig {
@@ -42,6 +47,7 @@ impl Default for QueueConfig {
             batch: 64,
             max_deliveries: Some(100),
             max_event_bytes: orchestrator::event::DEFAULT_MAX_EVENT_BYTES,
+            vacuum_every: Some(2_000),
         }
     }
 }

@@ -135,6 +135,7 @@ impl Feed {
                 Ok(rows) => {
                     failures = 0;
                     let got = rows.len();
+                    super::vacuum::after_claim(&shared, got);
                     if got > 0 {
                         self.lock().buffer.extend(rows);
                         self.ready.notify_waiters();

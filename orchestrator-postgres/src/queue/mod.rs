@@ -40,7 +40,11 @@
 //! * **Acks share transactions** with the commits of other steps (the store's group commit, see
 //!   [`PgConfig::committers`](crate::PgConfig::committers)).
 //! * **Faults.** A consumer that meets a failing database logs it and tries again with backoff
-//!   (up to 5 s between tries); settlements report transient errors as such.
+//!   (up to 5 s between tries). A settlement (ack, nack, terminate) that fails for a moment is
+//!   tried again with backoff while its claim holds, then reports the error.
+//! * **Vacuum.** Each event leaves a dead row version behind; the poller vacuums the table in the
+//!   background every [`QueueConfig::vacuum_every`] rows it claims (autovacuum comes by once a
+//!   minute at most: in between, claims walk past the dead rows and the table grows).
 
 mod config;
 mod dead_letter;
@@ -51,6 +55,7 @@ mod retry;
 mod shared;
 pub(crate) mod signals;
 mod subscription;
+mod vacuum;
 
 use std::sync::Arc;
 use std::time::Instant;

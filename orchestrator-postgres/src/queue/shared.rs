@@ -114,6 +114,8 @@ pub(crate) struct Shared {
     listener: std::sync::Mutex<Option<JoinHandle<()>>>,
     /// The pollers, by topics.
     pub(super) feeds: super::feed::Feeds,
+    /// When to vacuum the queue's table (see `super::vacuum`).
+    pub(super) vacuum: super::vacuum::Vacuum,
 }
 
 impl Shared {
@@ -146,6 +148,7 @@ impl Shared {
             ack_sql,
             listener: std::sync::Mutex::new(None),
             feeds: std::sync::Mutex::default(),
+            vacuum: super::vacuum::Vacuum::default(),
         }
     }
 

@@ -78,13 +78,15 @@ fn setting(name: &str, default: usize) -> Result<usize, BoxError> {
 
 /// How the store, the queue and the node are configured (defaults, or the environment's
 /// `ARVO_BENCH_PG_POOL`, `ARVO_BENCH_PG_COMMITTERS`, `ARVO_BENCH_PG_BATCH`,
-/// `ARVO_BENCH_PG_WORKERS`).
+/// `ARVO_BENCH_PG_WORKERS`, `ARVO_BENCH_PG_VACUUM`: rows claimed between vacuums of the queue,
+/// 0 for none).
 #[derive(Debug, Clone, Copy)]
 struct Tuning {
     pool: usize,
     committers: usize,
     batch: usize,
     workers: usize,
+    vacuum_every: u64,
 }
 
 impl Tuning {
@@ -94,11 +96,15 @@ impl Tuning {
             committers: setting("COMMITTERS", PgConfig::new("").committers)?,
             batch: setting("BATCH", batch)?,
             workers: setting("WORKERS", 64)?,
+            vacuum_every: setting(
+                "VACUUM",
+                QueueConfig::default().vacuum_every.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+            )? as u64,
         })
     }
 
     fn json(self) -> Value {
-        json!({ "pool_size": self.pool, "committers": self.committers, "claim_batch": self.batch, "node_workers": self.workers })
+        json!({ "pool_size": self.pool, "committers": self.committers, "claim_batch": self.batch, "node_workers": self.workers, "vacuum_every": self.vacuum_every })
     }
 }
 
@@ -112,7 +118,8 @@ async fn open(url: &str, schema: &str, tuning: Tuning) -> Result<Store, BoxError
 }
 
 fn queue_config(tuning: Tuning) -> QueueConfig {
-    QueueConfig { batch: tuning.batch, ..QueueConfig::default() }
+    let vacuum_every = (tuning.vacuum_every > 0).then_some(tuning.vacuum_every);
+    QueueConfig { batch: tuning.batch, vacuum_every, ..QueueConfig::default() }
 }
 
 pub(super) async fn drop_schema(url: &str, schema: &str) {
