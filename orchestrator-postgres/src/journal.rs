@@ -133,22 +133,16 @@ pub(crate) fn decode_rows<R: DeserializeOwned>(
 ) -> Result<Vec<JournalRecord<R>>, MemoryError> {
     let mut decoder = RecordDecoder::new();
     let mut last: Option<i64> = None;
-    let mut apply = |version: i64, bytes: &[u8]| -> Result<Value, MemoryError> {
-        // A delta applies to the row just before it (the commit writes one only then).
-        if is_delta(id, version, bytes)? && last.is_some_and(|l| l + 1 != version) {
-            return Err(corrupt(id, "journaled record", version, CodecError::NoBase));
-        }
-        last = Some(version);
-        decoder.apply(bytes, id).cloned().map_err(|e| corrupt(id, "journaled record", version, e))
-    };
     for row in lead {
-        apply(row.get(0), row.get::<_, &[u8]>(1))?;
+        advance(&mut decoder, &mut last, id, row.get(0), row.get::<_, &[u8]>(1))?;
     }
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
         let version: i64 = row.get(0);
         let at_ms: i64 = row.get(1);
-        let record = apply(version, row.get::<_, &[u8]>(3))?;
+        let value = advance(&mut decoder, &mut last, id, version, row.get::<_, &[u8]>(3))?;
+        let record =
+            R::deserialize(value).map_err(|source| backend(id, PgError::Codec { what: "record", source }))?;
         let (consumed, produced) = journal_codec::decode_events(row.get::<_, &[u8]>(2), id)
             .map_err(|e| corrupt(id, "journaled events", version, e))?;
         out.push(JournalRecord {
@@ -160,11 +154,27 @@ pub(crate) fn decode_rows<R: DeserializeOwned>(
             ),
             consumed,
             produced,
-            record: serde_json::from_value(record)
-                .map_err(|source| backend(id, PgError::Codec { what: "record", source }))?,
+            record,
         });
     }
     Ok(out)
+}
+
+/// Applies the record bytes of row `version` to `decoder` (`last`: the version applied before)
+/// and returns the record at that row. A delta applies only to the row just before it (a commit
+/// writes one only then): one after a gap is corrupt.
+fn advance<'d>(
+    decoder: &'d mut RecordDecoder,
+    last: &mut Option<i64>,
+    id: &str,
+    version: i64,
+    bytes: &[u8],
+) -> Result<&'d Value, MemoryError> {
+    if is_delta(id, version, bytes)? && last.is_some_and(|l| l + 1 != version) {
+        return Err(corrupt(id, "journaled record", version, CodecError::NoBase));
+    }
+    *last = Some(version);
+    decoder.apply(bytes, id).map_err(|e| corrupt(id, "journaled record", version, e))
 }
 
 /// Rows re-encoded per statement by [`migrate`].

@@ -13,44 +13,44 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use orchestrator::runtime::pool::Backoff;
 use orchestrator::transport::TransportError;
 
-/// The first wait after a transient failure.
-const FIRST: Duration = Duration::from_millis(25);
-/// The longest wait between two tries.
-const MOST: Duration = Duration::from_secs(1);
+/// The waits between tries: 25 ms, doubling, at most 1 s (the ceilings of the runtime's
+/// [`Backoff`]: a claim's deadline bounds the tries, and a settlement waits no longer than it must).
+const BACKOFF: Backoff =
+    Backoff { initial: Duration::from_millis(25), max: Duration::from_secs(1), multiplier: 2.0 };
 
 /// The backoff of one settlement, bounded by its claim's deadline.
 #[derive(Debug)]
 pub(super) struct SettleRetry {
     deadline: Instant,
-    next: Duration,
-    /// Whether a try failed already (a try after that may find its work done).
-    retried: bool,
+    /// The tries that failed so far.
+    failures: u32,
 }
 
 impl SettleRetry {
     /// A backoff that gives up at `deadline` (when the claim lapses).
     pub(super) fn until(deadline: Instant) -> Self {
-        Self { deadline, next: FIRST, retried: false }
+        Self { deadline, failures: 0 }
     }
 
     /// After a failed try: waits and returns true when `error` is transient and the claim still
     /// holds after the wait, else returns false at once (the caller reports `error`).
     pub(super) async fn again(&mut self, what: &'static str, error: &TransportError) -> bool {
-        if !error.is_transient() || Instant::now() + self.next >= self.deadline {
+        let wait = BACKOFF.ceiling(self.failures.saturating_add(1));
+        if !error.is_transient() || Instant::now() + wait >= self.deadline {
             return false;
         }
-        tracing::debug!(settlement = what, %error, wait = ?self.next, "settling failed for a moment: trying again");
-        tokio::time::sleep(self.next).await;
-        self.next = (self.next * 2).min(MOST);
-        self.retried = true;
+        tracing::debug!(settlement = what, %error, ?wait, "settling failed for a moment: trying again");
+        tokio::time::sleep(wait).await;
+        self.failures = self.failures.saturating_add(1);
         true
     }
 
     /// Whether a try failed before this one.
     pub(super) fn retried(&self) -> bool {
-        self.retried
+        self.failures > 0
     }
 }
 
@@ -73,8 +73,9 @@ mod tests {
             before = Instant::now();
         }
         assert!(retry.retried());
-        assert_eq!(waits[..3], [FIRST, FIRST * 2, FIRST * 4], "backoff doubles");
-        assert!(waits.iter().all(|w| *w <= MOST), "waits are capped: {waits:?}");
+        let first = Duration::from_millis(25);
+        assert_eq!(waits[..3], [first, first * 2, first * 4], "backoff doubles");
+        assert!(waits.iter().all(|w| *w <= Duration::from_secs(1)), "waits are capped: {waits:?}");
         assert!(start.elapsed() < Duration::from_secs(3), "no try is planned past the deadline");
         assert!(start.elapsed() > Duration::from_secs(2), "tries go on until close to the deadline");
     }
