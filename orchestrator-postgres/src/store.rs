@@ -416,17 +416,11 @@ where
         if !lock && let Some(looked) = self.wake.take_looked(id, event.source, event.id) {
             // The claim of the event's delivery read the workflow already.
             let stored = Stored {
-                record: Arc::new(decode(id, "record", &looked.record)?),
-                version: to_u64(id, "version", looked.version)?,
+                record: Arc::new(decode(id, "record", &looked.base.record)?),
+                version: to_u64(id, "version", looked.base.version)?,
             };
             let produced = looked.produced.map(|raw| journal::produced(id, None, &raw)).transpose()?;
-            let base = Base {
-                version: looked.version,
-                record: looked.record,
-                tail: looked.tail,
-                since: looked.since,
-            };
-            self.bases.keep(id, base);
+            self.bases.keep(id, looked.base);
             return Ok(Some(Acquired { lease: None, stored: Some(stored), produced }));
         }
         let client = self.client(id).await?;

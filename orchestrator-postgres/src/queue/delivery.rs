@@ -61,7 +61,7 @@ impl PgDelivery {
         }
         match serde_json::from_str::<Event>(&row.event) {
             Ok(event) => Some({
-                if let Some(ClaimRead { record, version, entry, tail, since }) = row.looked {
+                if let Some(ClaimRead { base, entry }) = row.looked {
                     let produced = match entry {
                         None => Some(None),
                         // The journal's entry is this event's (same source as well as id).
@@ -70,14 +70,7 @@ impl PgDelivery {
                         Some(_) => None,
                     };
                     if let Some(produced) = produced {
-                        let looked = Looked {
-                            source: event.source().to_owned(),
-                            record,
-                            version,
-                            produced,
-                            tail,
-                            since,
-                        };
+                        let looked = Looked { source: event.source().to_owned(), base, produced };
                         shared.wake.looked(&row.subject, event.id(), looked);
                     }
                 }

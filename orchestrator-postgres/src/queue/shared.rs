@@ -16,6 +16,7 @@ use tokio_postgres::types::ToSql;
 use super::QueueConfig;
 use super::signals::Signals;
 use crate::error::PgError;
+use crate::journal::Base;
 use crate::queries as q;
 
 /// A [`TransportError::Backend`] from a PostgreSQL or pool failure, transient when a retry may
@@ -77,15 +78,11 @@ pub(super) struct Claimed {
 /// What a claim read of the workflow of a row of an orchestrator's lane (see
 /// `Signals::looked`).
 pub(super) struct ClaimRead {
-    /// The record (JSON) and its version.
-    pub(super) record: String,
-    pub(super) version: i64,
+    /// The record (JSON), its version and the workflow's journal state.
+    pub(super) base: crate::journal::Base,
     /// The journal's first entry for the event's id: the source of the event it consumed, and
     /// its events (encoded).
     pub(super) entry: Option<(Option<String>, Vec<u8>)>,
-    /// The workflow's journal state (see `crate::journal`).
-    pub(super) tail: Option<i64>,
-    pub(super) since: Option<i64>,
 }
 
 /// The state shared by a queue, its subscriptions and its deliveries.
@@ -243,7 +240,8 @@ impl Shared {
                 looked: match (row.get::<_, Option<String>>(7), row.get::<_, Option<i64>>(8)) {
                     (Some(record), Some(version)) => {
                         let entry = row.get::<_, Option<Vec<u8>>>(10).map(|events| (row.get(9), events));
-                        Some(ClaimRead { record, version, entry, tail: row.get(11), since: row.get(12) })
+                        let base = Base { version, record, tail: row.get(11), since: row.get(12) };
+                        Some(ClaimRead { base, entry })
                     }
                     _ => None,
                 },

@@ -24,14 +24,10 @@ const LOOKED_CAPACITY: usize = 10_000;
 pub(crate) struct Looked {
     /// The event's source (with its id, the event's identity).
     pub(crate) source: String,
-    pub(crate) record: String,
-    pub(crate) version: i64,
+    /// The workflow's record, version and journal state.
+    pub(crate) base: crate::journal::Base,
     /// The encoded events of the journal row that answered the event, if one did.
     pub(crate) produced: Option<Vec<u8>>,
-    /// The workflow's journal state: its last journal row, the delta bytes since its last
-    /// snapshot.
-    pub(crate) tail: Option<i64>,
-    pub(crate) since: Option<i64>,
 }
 
 /// The shortest time between two notifications from one process.
