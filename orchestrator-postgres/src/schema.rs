@@ -6,7 +6,7 @@ use crate::error::OpenError;
 
 /// The schema version this crate writes and reads. A database at a newer version is refused
 /// with [`OpenError::NewerSchema`].
-pub const SCHEMA_VERSION: i32 = 10;
+pub const SCHEMA_VERSION: i32 = 11;
 
 /// The migrations, in order: entry `i` brings the schema from version `i` to `i + 1`. `{s}` is
 /// replaced by the quoted schema name.
@@ -841,6 +841,48 @@ const MIGRATIONS: &[&str] = &[
          LEFT JOIN LATERAL (
              SELECT e.consumed_source, e.events FROM {s}.journal e
              WHERE w.id IS NOT NULL AND e.wf = c.subject AND e.consumed_id = c.event_id
+             ORDER BY e.version LIMIT 1) j ON true;
+     END $fn$;",
+    // 11: the claim also says when a row's workflow does not exist at all (`w_absent`): the
+    // step of a workflow's first event then needs no read of its own before it commits.
+    "DROP FUNCTION {s}.claim(TEXT[], BIGINT, TEXT, BIGINT);
+     CREATE FUNCTION {s}.claim(p_topics TEXT[], p_limit BIGINT, p_owner TEXT, p_ms BIGINT)
+     RETURNS TABLE (seq BIGINT, token BIGINT, attempt INTEGER, topic TEXT, subject TEXT,
+                    event_id TEXT, event TEXT, w_record TEXT, w_version BIGINT, j_source TEXT,
+                    j_events BYTEA, w_tail BIGINT, w_since BIGINT, w_absent BOOLEAN)
+     LANGUAGE plpgsql SET enable_bitmapscan = off SET enable_sort = off AS $fn$
+     #variable_conflict use_column
+     BEGIN
+         RETURN QUERY
+         WITH picked AS (
+             SELECT q.seq FROM {s}.queue q
+             WHERE q.claimed_by IS NULL AND (p_topics IS NULL OR q.topic = ANY (p_topics))
+               AND q.visible_at <= now()
+               AND NOT EXISTS (SELECT 1 FROM {s}.queue p
+                               WHERE p.topic = q.topic AND p.subject = q.subject
+                                 AND (p.seq < q.seq OR p.claimed_by IS NOT NULL))
+             ORDER BY q.seq LIMIT p_limit FOR UPDATE SKIP LOCKED),
+         claimed AS (
+             UPDATE {s}.queue q SET attempt = q.attempt + 1, token = nextval('{s}.claim_tokens'),
+                 claimed_by = p_owner, claimed_until = now() + p_ms * interval '1 millisecond'
+             FROM picked WHERE q.seq = picked.seq
+             RETURNING q.seq, q.token, q.attempt, q.topic, q.subject, q.event_id, q.event)
+         -- The workflow is read for a row of its own orchestrator's lane (its source is the
+         -- row's topic), with the journal's entry for the event's id (its source is compared by
+         -- the caller: the event's text is not parsed here, a row that is not JSON must not fail
+         -- the claim).
+         SELECT c.seq, c.token, c.attempt, c.topic, c.subject, c.event_id, c.event,
+                CASE WHEN w.source = c.topic THEN w.record END,
+                CASE WHEN w.source = c.topic THEN w.version END,
+                j.consumed_source, j.events,
+                CASE WHEN w.source = c.topic THEN w.journal_tail END,
+                CASE WHEN w.source = c.topic THEN w.journal_since END,
+                w.id IS NULL
+         FROM claimed c
+         LEFT JOIN {s}.workflows w ON w.id = c.subject
+         LEFT JOIN LATERAL (
+             SELECT e.consumed_source, e.events FROM {s}.journal e
+             WHERE w.source = c.topic AND e.wf = c.subject AND e.consumed_id = c.event_id
              ORDER BY e.version LIMIT 1) j ON true;
      END $fn$;",
 ];

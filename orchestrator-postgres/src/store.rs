@@ -414,13 +414,16 @@ where
     ) -> Result<Option<Acquired<R>>, MemoryError> {
         check_id(id)?;
         if !lock && let Some(looked) = self.wake.take_looked(id, event.source, event.id) {
-            // The claim of the event's delivery read the workflow already.
+            // The claim of the event's delivery read the workflow already (or found none).
+            let Some(base) = looked.base else {
+                return Ok(Some(Acquired { lease: None, stored: None, produced: None }));
+            };
             let stored = Stored {
-                record: Arc::new(decode(id, "record", &looked.base.record)?),
-                version: to_u64(id, "version", looked.base.version)?,
+                record: Arc::new(decode(id, "record", &base.record)?),
+                version: to_u64(id, "version", base.version)?,
             };
             let produced = looked.produced.map(|raw| journal::produced(id, None, &raw)).transpose()?;
-            self.bases.keep(id, looked.base);
+            self.bases.keep(id, base);
             return Ok(Some(Acquired { lease: None, stored: Some(stored), produced }));
         }
         let client = self.client(id).await?;

@@ -71,15 +71,17 @@ pub(super) struct Claimed {
     pub(super) subject: String,
     pub(super) event_id: String,
     pub(super) event: String,
-    /// For a row of an orchestrator's lane whose workflow exists: what the claim read of it.
+    /// For a row of an orchestrator's lane whose workflow exists, or a row whose workflow does
+    /// not exist: what the claim read of it.
     pub(super) looked: Option<ClaimRead>,
 }
 
 /// What a claim read of the workflow of a row of an orchestrator's lane (see
 /// `Signals::looked`).
 pub(super) struct ClaimRead {
-    /// The record (JSON), its version and the workflow's journal state.
-    pub(super) base: crate::journal::Base,
+    /// The record (JSON), its version and the workflow's journal state; none when the
+    /// workflow does not exist.
+    pub(super) base: Option<crate::journal::Base>,
     /// The journal's first entry for the event's id: the source of the event it consumed, and
     /// its events (encoded).
     pub(super) entry: Option<(Option<String>, Vec<u8>)>,
@@ -241,8 +243,9 @@ impl Shared {
                     (Some(record), Some(version)) => {
                         let entry = row.get::<_, Option<Vec<u8>>>(10).map(|events| (row.get(9), events));
                         let base = Base { version, record, tail: row.get(11), since: row.get(12) };
-                        Some(ClaimRead { base, entry })
+                        Some(ClaimRead { base: Some(base), entry })
                     }
+                    _ if row.get::<_, bool>(13) => Some(ClaimRead { base: None, entry: None }),
                     _ => None,
                 },
             })

@@ -24,8 +24,8 @@ const LOOKED_CAPACITY: usize = 10_000;
 pub(crate) struct Looked {
     /// The event's source (with its id, the event's identity).
     pub(crate) source: String,
-    /// The workflow's record, version and journal state.
-    pub(crate) base: crate::journal::Base,
+    /// The workflow's record, version and journal state; none when it does not exist.
+    pub(crate) base: Option<crate::journal::Base>,
     /// The encoded events of the journal row that answered the event, if one did.
     pub(crate) produced: Option<Vec<u8>>,
 }
