@@ -12,6 +12,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+use orchestrator::runtime::pool::Backoff;
 use tokio::sync::Notify;
 
 use super::shared::{Claimed, Shared};
@@ -42,11 +43,9 @@ pub(super) struct Feed {
     demand: Notify,
 }
 
-/// The pause after `failures` failures in a row: 50 ms doubling up to 5 s, with jitter.
-fn backoff(failures: u32) -> Duration {
-    let base = Duration::from_millis(50).saturating_mul(1 << failures.min(7)).min(Duration::from_secs(5));
-    base.mul_f64(0.5 + fastrand::f64() / 2.0)
-}
+/// The pauses after failed claims: 50 ms doubling up to 5 s, with jitter.
+const BACKOFF: Backoff =
+    Backoff { initial: Duration::from_millis(50), max: Duration::from_secs(5), multiplier: 2.0 };
 
 impl Feed {
     /// The feed of `topics` on `shared`, started if it was not running; counts a subscriber.
@@ -161,8 +160,8 @@ impl Feed {
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "claiming from the PostgreSQL queue failed; trying again");
-                    tokio::time::sleep(backoff(failures)).await;
                     failures = failures.saturating_add(1);
+                    tokio::time::sleep(BACKOFF.delay(failures)).await;
                 }
             }
         }
