@@ -844,8 +844,12 @@ const MIGRATIONS: &[&str] = &[
              ORDER BY e.version LIMIT 1) j ON true;
      END $fn$;",
     // 11: the claim also says when a row's workflow does not exist at all (`w_absent`): the
-    // step of a workflow's first event then needs no read of its own before it commits.
-    "DROP FUNCTION {s}.claim(TEXT[], BIGINT, TEXT, BIGINT);
+    // step of a workflow's first event then needs no read of its own before it commits. A dead
+    // letter keeps the queue position it came from, once: a terminate retried after its answer
+    // was lost finds it recorded.
+    "ALTER TABLE {s}.dead_letters ADD COLUMN queue_seq BIGINT;
+     CREATE UNIQUE INDEX dead_letters_queue_seq ON {s}.dead_letters (queue_seq);
+     DROP FUNCTION {s}.claim(TEXT[], BIGINT, TEXT, BIGINT);
      CREATE FUNCTION {s}.claim(p_topics TEXT[], p_limit BIGINT, p_owner TEXT, p_ms BIGINT)
      RETURNS TABLE (seq BIGINT, token BIGINT, attempt INTEGER, topic TEXT, subject TEXT,
                     event_id TEXT, event TEXT, w_record TEXT, w_version BIGINT, j_source TEXT,

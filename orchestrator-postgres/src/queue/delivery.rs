@@ -253,3 +253,59 @@ impl Drop for PgDelivery {
         tokio::spawn(async move { shared.give_back(seq, token, until).await });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use orchestrator::event::Event;
+    use orchestrator::transport::{Subscription, Topics, Transport};
+
+    use crate::{PgConfig, PgStore, QueueConfig};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_terminate_run_again_records_its_dead_letter_once() {
+        let url = match std::env::var("DATABASE_URL") {
+            Ok(url) if !url.is_empty() => url,
+            _ => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "DATABASE_URL is not set, and CI makes it mandatory"
+                );
+                println!("skipping: DATABASE_URL is not set");
+                return;
+            }
+        };
+        let schema = format!("t_{:016x}", fastrand::u64(..));
+        let store = PgStore::<String>::open(PgConfig { schema: schema.clone(), ..PgConfig::new(&url) })
+            .await
+            .expect("open");
+        let queue = store.queue(QueueConfig { poll: Duration::from_millis(20), ..QueueConfig::default() });
+        let event = Event::builder()
+            .id("doomed")
+            .source("com.dead.client")
+            .r#type("com.dead.step")
+            .to("com.dead.step")
+            .subject("s")
+            .data_json(serde_json::json!({}))
+            .build()
+            .expect("event");
+        queue.publish(vec![event]).await.expect("publish");
+        let mut subscription = queue.subscribe(Topics::All).await.expect("subscribe");
+        let mut delivery = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+            .await
+            .expect("a delivery within 10 s")
+            .expect("a delivery");
+        // The second run is a retry whose first answer was lost: the row is gone by then.
+        delivery.terminate_now("first").await.expect("terminate");
+        delivery.terminate_now("again").await.expect("terminate again");
+        let dead = queue.dead_letters(0, 10).await.expect("dead letters");
+        assert_eq!(dead.len(), 1, "one dead letter: {dead:?}");
+        assert_eq!(dead[0].reason, "first");
+        drop((delivery, subscription, queue, store));
+        let (client, connection) =
+            tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("connect");
+        tokio::spawn(connection);
+        client.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE")).await.expect("drop schema");
+    }
+}
