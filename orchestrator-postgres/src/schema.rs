@@ -846,15 +846,25 @@ const MIGRATIONS: &[&str] = &[
     // 11: the claim also says when a row's workflow does not exist at all (`w_absent`): the
     // step of a workflow's first event then needs no read of its own before it commits. A dead
     // letter keeps the queue position it came from, once: a terminate retried after its answer
-    // was lost finds it recorded.
-    "ALTER TABLE {s}.dead_letters ADD COLUMN queue_seq BIGINT;
+    // was lost finds it recorded. The statements inside `commit_step` and `claim` run on
+    // generic plans: with custom ones (the planner's choice for these) PostgreSQL planned the
+    // workflow's update and the claim's query again at every call, which took as long as
+    // running them (BENCHMARKS.md, session 12). `minute_of` (the generated `touched_minute`)
+    // gets a body of immutable functions only, so that PostgreSQL inlines it instead of
+    // planning it at every write of a workflow (`extract` from a `timestamptz` is only stable;
+    // from an interval it is immutable, with the same result).
+    "CREATE OR REPLACE FUNCTION {s}.minute_of(t TIMESTAMPTZ) RETURNS BIGINT
+         LANGUAGE sql IMMUTABLE PARALLEL SAFE
+         AS $fn$ SELECT floor(extract(epoch FROM (t - '1970-01-01 00:00:00+00'::timestamptz)) / 60)::bigint $fn$;
+     ALTER TABLE {s}.dead_letters ADD COLUMN queue_seq BIGINT;
      CREATE UNIQUE INDEX dead_letters_queue_seq ON {s}.dead_letters (queue_seq);
      DROP FUNCTION {s}.claim(TEXT[], BIGINT, TEXT, BIGINT);
      CREATE FUNCTION {s}.claim(p_topics TEXT[], p_limit BIGINT, p_owner TEXT, p_ms BIGINT)
      RETURNS TABLE (seq BIGINT, token BIGINT, attempt INTEGER, topic TEXT, subject TEXT,
                     event_id TEXT, event TEXT, w_record TEXT, w_version BIGINT, j_source TEXT,
                     j_events BYTEA, w_tail BIGINT, w_since BIGINT, w_absent BOOLEAN)
-     LANGUAGE plpgsql SET enable_bitmapscan = off SET enable_sort = off AS $fn$
+     LANGUAGE plpgsql SET enable_bitmapscan = off SET enable_sort = off
+     SET plan_cache_mode = force_generic_plan AS $fn$
      #variable_conflict use_column
      BEGIN
          RETURN QUERY
@@ -888,7 +898,11 @@ const MIGRATIONS: &[&str] = &[
              SELECT e.consumed_source, e.events FROM {s}.journal e
              WHERE w.source = c.topic AND e.wf = c.subject AND e.consumed_id = c.event_id
              ORDER BY e.version LIMIT 1) j ON true;
-     END $fn$;",
+     END $fn$;
+     ALTER FUNCTION {s}.commit_step(TEXT, BIGINT, BIGINT, TEXT, BOOLEAN, TEXT, BOOLEAN, TEXT, TEXT,
+         BIGINT, TEXT, BOOLEAN, BIGINT, TEXT, TEXT, BYTEA, BYTEA, BIGINT, BOOLEAN, TEXT, TEXT[],
+         TEXT[], TEXT[], TEXT[], BOOLEAN, INTEGER, BIGINT, BOOLEAN, TEXT, TEXT, TEXT)
+         SET plan_cache_mode = force_generic_plan;",
 ];
 
 // One migration per version: a migration appended without bumping the version (or the
