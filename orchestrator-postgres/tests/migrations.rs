@@ -2,7 +2,7 @@
 //! version 2 (with events in its outbox and a journal) is upgraded: its events are queued on
 //! their lanes and delivered, its journal reads back; and a schema written by version 3 is
 //! upgraded to the workflow index: every row (live and archived) gets its status and its root,
-//! and later commits keep them.
+//! and later commits keep them. The functions every step runs are not planned at every call.
 
 mod common;
 
@@ -199,5 +199,42 @@ async fn a_version_3_schema_is_upgraded_to_the_workflow_index() {
         [row("a", "done", "r"), row("n", "done", "r")],
         "the archive keeps the status and the root"
     );
+    drop_schema(&url, &schema).await;
+}
+
+/// The statements of the functions every step runs are planned once per connection, not at
+/// every call: `commit_step` and `claim` use generic plans, and `minute_of` (behind the generated
+/// `touched_minute` of every workflow write) is inlined, not run as a function.
+#[tokio::test]
+async fn the_hot_functions_are_not_planned_at_every_call() {
+    let Some(url) = database_url() else { return };
+    let schema = fresh_schema();
+    let store: PgStore<String> =
+        PgStore::open(config(&url, &schema, Duration::from_secs(5), Retention::Keep)).await.expect("open");
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("connect");
+    tokio::spawn(connection);
+    for function in ["commit_step", "claim"] {
+        let row = client
+            .query_one(
+                "SELECT p.proconfig FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace \
+                 WHERE n.nspname = $1 AND p.proname = $2",
+                &[&schema, &function],
+            )
+            .await
+            .expect("the function");
+        let settings: Option<Vec<String>> = row.get(0);
+        assert!(
+            settings.unwrap_or_default().iter().any(|s| s == "plan_cache_mode=force_generic_plan"),
+            "{function} runs on generic plans"
+        );
+    }
+    let plan = client
+        .query(&format!("EXPLAIN VERBOSE SELECT \"{schema}\".minute_of(now())"), &[])
+        .await
+        .expect("explain");
+    let plan: Vec<String> = plan.iter().map(|r| r.get(0)).collect();
+    assert!(plan.iter().all(|line| !line.contains("minute_of")), "minute_of is inlined: {plan:#?}");
+    assert!(plan.iter().any(|line| line.contains("floor")), "minute_of is inlined: {plan:#?}");
+    drop(store);
     drop_schema(&url, &schema).await;
 }
