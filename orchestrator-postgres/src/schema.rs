@@ -849,10 +849,11 @@ const MIGRATIONS: &[&str] = &[
     // was lost finds it recorded. The statements inside `commit_step` and `claim` run on
     // generic plans: with custom ones (the planner's choice for these) PostgreSQL planned the
     // workflow's update and the claim's query again at every call, which took as long as
-    // running them (BENCHMARKS.md, session 12). `minute_of` (the generated `touched_minute`)
-    // gets a body of immutable functions only, so that PostgreSQL inlines it instead of
-    // planning it at every write of a workflow (`extract` from a `timestamptz` is only stable;
-    // from an interval it is immutable, with the same result).
+    // running them (BENCHMARKS.md, session 12). `touched_minute` is no longer a generated
+    // column, whose expression PostgreSQL prepared anew at every write of a workflow: the
+    // insert's default and the step's update set it. `minute_of` gets a body of immutable
+    // functions only, so that PostgreSQL inlines it (`extract` from a `timestamptz` is only
+    // stable; from an interval it is immutable, with the same result).
     "CREATE OR REPLACE FUNCTION {s}.minute_of(t TIMESTAMPTZ) RETURNS BIGINT
          LANGUAGE sql IMMUTABLE PARALLEL SAFE
          AS $fn$ SELECT floor(extract(epoch FROM (t - '1970-01-01 00:00:00+00'::timestamptz)) / 60)::bigint $fn$;
@@ -899,10 +900,100 @@ const MIGRATIONS: &[&str] = &[
              WHERE w.source = c.topic AND e.wf = c.subject AND e.consumed_id = c.event_id
              ORDER BY e.version LIMIT 1) j ON true;
      END $fn$;
-     ALTER FUNCTION {s}.commit_step(TEXT, BIGINT, BIGINT, TEXT, BOOLEAN, TEXT, BOOLEAN, TEXT, TEXT,
-         BIGINT, TEXT, BOOLEAN, BIGINT, TEXT, TEXT, BYTEA, BYTEA, BIGINT, BOOLEAN, TEXT, TEXT[],
-         TEXT[], TEXT[], TEXT[], BOOLEAN, INTEGER, BIGINT, BOOLEAN, TEXT, TEXT, TEXT)
-         SET plan_cache_mode = force_generic_plan;",
+     ALTER TABLE {s}.workflows ALTER COLUMN touched_minute DROP EXPRESSION;
+     ALTER TABLE {s}.workflows ALTER COLUMN touched_minute SET DEFAULT {s}.minute_of(now());
+     CREATE OR REPLACE FUNCTION {s}.commit_step(
+         p_id TEXT, p_prev BIGINT, p_token BIGINT, p_record TEXT,
+         p_parent_known BOOLEAN, p_parent TEXT, p_initiator_known BOOLEAN, p_initiator TEXT,
+         p_source TEXT, p_wake_ms BIGINT, p_status TEXT,
+         p_has_entry BOOLEAN, p_at_ms BIGINT, p_c_source TEXT, p_c_id TEXT, p_events BYTEA,
+         p_record_bytes BYTEA, p_since BIGINT,
+         p_outbox BOOLEAN, p_ob_consumed TEXT, p_ob_topics TEXT[], p_ob_subjects TEXT[],
+         p_ob_ids TEXT[], p_ob_events TEXT[],
+         p_finished BOOLEAN, p_mode INTEGER, p_after_ms BIGINT, p_release BOOLEAN,
+         p_orchestrator_version TEXT, p_execution_id TEXT, p_meta TEXT,
+         OUT o_status INTEGER, OUT o_version BIGINT)
+     LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
+     DECLARE
+         v_version BIGINT;
+         v_root TEXT;
+     BEGIN
+         IF p_token IS NOT NULL THEN
+             PERFORM 1 FROM {s}.leases l
+             WHERE l.id = p_id AND l.token = p_token AND l.expires_at > now() FOR SHARE;
+             IF NOT FOUND THEN
+                 o_status := 1;
+                 RETURN;
+             END IF;
+         END IF;
+         IF p_prev IS NULL THEN
+             -- The root: the parent's, else the parent itself (its row is gone or not written
+             -- yet), else this workflow.
+             IF p_parent IS NOT NULL THEN
+                 SELECT w.root INTO v_root FROM {s}.workflows w WHERE w.id = p_parent;
+             END IF;
+             v_root := COALESCE(v_root, p_parent, p_id);
+             INSERT INTO {s}.workflows AS w
+                 (id, record, version, parent, initiator, source, wake_at, status, root, finished_at,
+                  orchestrator_version, execution_id, meta, journal_tail, journal_since)
+             VALUES (p_id, p_record, 1, p_parent, p_initiator, p_source,
+                     to_timestamp(p_wake_ms / 1000.0), p_status, v_root,
+                     CASE WHEN p_finished AND p_mode IN (0, 2) THEN now() END,
+                     p_orchestrator_version, p_execution_id, p_meta::jsonb,
+                     CASE WHEN p_has_entry THEN 1 END, CASE WHEN p_has_entry THEN p_since END)
+             ON CONFLICT (id) DO NOTHING RETURNING w.version INTO v_version;
+         ELSE
+             UPDATE {s}.workflows w SET record = p_record, version = p_prev + 1,
+                 parent = CASE WHEN p_parent_known THEN p_parent ELSE w.parent END,
+                 initiator = CASE WHEN p_initiator_known THEN p_initiator ELSE w.initiator END,
+                 source = p_source, wake_at = to_timestamp(p_wake_ms / 1000.0),
+                 status = p_status,
+                 -- A parent learnt (or changed) after the first write moves the root with it.
+                 root = CASE WHEN p_parent_known AND p_parent IS DISTINCT FROM w.parent
+                             THEN COALESCE((SELECT p.root FROM {s}.workflows p WHERE p.id = p_parent),
+                                           p_parent, p_id)
+                             ELSE w.root END,
+                 claimed_until = NULL, updated_at = now(), touched_minute = {s}.minute_of(now()),
+                 finished_at = CASE WHEN p_finished AND p_mode IN (0, 2)
+                                    THEN COALESCE(w.finished_at, now()) ELSE w.finished_at END,
+                 journal_tail = CASE WHEN p_has_entry THEN p_prev + 1 ELSE w.journal_tail END,
+                 journal_since = CASE WHEN p_has_entry THEN p_since ELSE w.journal_since END
+             WHERE w.id = p_id AND w.version = p_prev RETURNING w.version INTO v_version;
+         END IF;
+         IF v_version IS NULL THEN
+             SELECT w.version INTO v_version FROM {s}.workflows w WHERE w.id = p_id;
+             o_status := 2;
+             o_version := v_version;
+             RETURN;
+         END IF;
+         IF p_has_entry THEN
+             INSERT INTO {s}.journal
+                 (wf, version, at_ms, consumed_source, consumed_id, events, record_bytes)
+             VALUES (p_id, v_version, p_at_ms, p_c_source, p_c_id, p_events, p_record_bytes);
+         END IF;
+         IF p_outbox THEN
+             IF p_ob_consumed IS NOT NULL THEN
+                 DELETE FROM {s}.queue q WHERE q.event_id = p_ob_consumed;
+             END IF;
+             IF cardinality(p_ob_ids) > 0 THEN
+                 INSERT INTO {s}.queue (topic, subject, event_id, event)
+                 SELECT t.topic, t.subject, t.id, t.ev
+                 FROM unnest(p_ob_topics, p_ob_subjects, p_ob_ids, p_ob_events)
+                     WITH ORDINALITY AS t(topic, subject, id, ev, ord)
+                 ORDER BY t.ord
+                 ON CONFLICT (event_id) DO NOTHING;
+             END IF;
+         END IF;
+         -- Keep (0) is done: the write above set `finished_at`.
+         IF p_finished AND p_mode <> 0 THEN
+             PERFORM {s}.retain(p_id, p_mode, p_after_ms);
+         END IF;
+         IF p_release AND p_token IS NOT NULL THEN
+             DELETE FROM {s}.leases l WHERE l.id = p_id AND l.token = p_token;
+         END IF;
+         o_status := 0;
+         o_version := v_version;
+     END $fn$;",
 ];
 
 // One migration per version: a migration appended without bumping the version (or the
