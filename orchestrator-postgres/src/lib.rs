@@ -85,7 +85,8 @@
 //!   workflow), sets the wake-up (a write ends any claim), takes the outbox step, applies the
 //!   retention of a finished workflow and releases the lease. An error anywhere rolls it all
 //!   back. Statements are prepared once per pooled connection (the first use of a statement on
-//!   a connection costs one more round trip).
+//!   a connection costs one more round trip), and the statements inside `commit_step` and
+//!   `claim` are planned once per connection too (generic plans).
 //! * **Group commit.** The settlements of steps (orchestrator commits, service acks) go to
 //!   [`PgConfig::committers`] connections (1 by default): those that arrive while a committer
 //!   is busy are sent together, pipelined, in one transaction (one commit, one WAL flush). A

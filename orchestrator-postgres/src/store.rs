@@ -44,8 +44,10 @@ pub struct PgConfig {
     pub pool_size: usize,
     /// How many of them at most settle steps at once (default 1). Settlements (orchestrator
     /// commits, service acks) that wait while the committers are busy are committed together,
-    /// in one transaction per committer: fewer, larger transactions. One committer suited a
-    /// 2-core database server best (see BENCHMARKS.md); a server with many cores may take more.
+    /// in one transaction per committer: fewer, larger transactions. More committers pay when
+    /// more steps are in flight: on a 2-core server with 1,000 workflows in flight, 3 committers,
+    /// a `pool_size` of 16 and 128 node workers did about a fifth more events per second than the
+    /// defaults (BENCHMARKS.md, session 12); more committers alone did not.
     pub committers: usize,
     /// This node's identity, recorded with each lease it holds and each queue claim its queues
     /// make. It must name one live process at a time: opening frees every lease and claim held
