@@ -173,6 +173,8 @@ mod queries;
 pub mod queue;
 mod schema;
 mod store;
+#[cfg(test)]
+mod test_support;
 
 pub use error::{OpenError, PgError};
 pub use queue::{PgDelivery, PgQueue, PgSubscription, QueueConfig, QueueDeadLetter};

@@ -897,17 +897,7 @@ mod tests {
     /// scans off: on a table this small, a scan would be cheaper).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn listings_use_the_indexes() {
-        let url = match std::env::var("DATABASE_URL") {
-            Ok(url) if !url.is_empty() => url,
-            _ => {
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "DATABASE_URL is not set, and CI makes it mandatory"
-                );
-                println!("skipping: DATABASE_URL is not set");
-                return;
-            }
-        };
+        let Some(url) = crate::test_support::database_url() else { return };
         let schema = format!("t_{:016x}", fastrand::u64(..));
         let config = PgConfig { schema: schema.clone(), ..PgConfig::new(&url) };
         let store = PgStore::<String>::open(config).await.expect("open");

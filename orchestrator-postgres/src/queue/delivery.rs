@@ -265,17 +265,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_terminate_run_again_records_its_dead_letter_once() {
-        let url = match std::env::var("DATABASE_URL") {
-            Ok(url) if !url.is_empty() => url,
-            _ => {
-                assert!(
-                    std::env::var_os("CI").is_none(),
-                    "DATABASE_URL is not set, and CI makes it mandatory"
-                );
-                println!("skipping: DATABASE_URL is not set");
-                return;
-            }
-        };
+        let Some(url) = crate::test_support::database_url() else { return };
         let schema = format!("t_{:016x}", fastrand::u64(..));
         let store = PgStore::<String>::open(PgConfig { schema: schema.clone(), ..PgConfig::new(&url) })
             .await
