@@ -898,7 +898,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn listings_use_the_indexes() {
         let Some(url) = crate::test_support::database_url() else { return };
-        let schema = format!("t_{:016x}", fastrand::u64(..));
+        let schema = crate::test_support::fresh_schema();
         let config = PgConfig { schema: schema.clone(), ..PgConfig::new(&url) };
         let store = PgStore::<String>::open(config).await.expect("open");
         let (client, connection) = tokio_postgres::connect(&url, NoTls).await.expect("connect");
@@ -963,8 +963,6 @@ mod tests {
         }
         drop(client);
         drop(store);
-        let (client, connection) = tokio_postgres::connect(&url, NoTls).await.expect("connect");
-        tokio::spawn(connection);
-        client.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE")).await.expect("drop the schema");
+        crate::test_support::drop_schema(&url, &schema).await;
     }
 }

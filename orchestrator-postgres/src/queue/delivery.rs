@@ -266,7 +266,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_terminate_run_again_records_its_dead_letter_once() {
         let Some(url) = crate::test_support::database_url() else { return };
-        let schema = format!("t_{:016x}", fastrand::u64(..));
+        let schema = crate::test_support::fresh_schema();
         let store = PgStore::<String>::open(PgConfig { schema: schema.clone(), ..PgConfig::new(&url) })
             .await
             .expect("open");
@@ -293,9 +293,6 @@ mod tests {
         assert_eq!(dead.len(), 1, "one dead letter: {dead:?}");
         assert_eq!(dead[0].reason, "first");
         drop((delivery, subscription, queue, store));
-        let (client, connection) =
-            tokio_postgres::connect(&url, tokio_postgres::NoTls).await.expect("connect");
-        tokio::spawn(connection);
-        client.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE")).await.expect("drop schema");
+        crate::test_support::drop_schema(&url, &schema).await;
     }
 }

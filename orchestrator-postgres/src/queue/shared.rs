@@ -81,7 +81,7 @@ pub(super) struct Claimed {
 pub(super) struct ClaimRead {
     /// The record (JSON), its version and the workflow's journal state; none when the
     /// workflow does not exist.
-    pub(super) base: Option<crate::journal::Base>,
+    pub(super) base: Option<Base>,
     /// The journal's first entry for the event's id: the source of the event it consumed, and
     /// its events (encoded).
     pub(super) entry: Option<(Option<String>, Vec<u8>)>,
