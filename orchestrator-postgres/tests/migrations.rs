@@ -203,7 +203,7 @@ async fn a_version_3_schema_is_upgraded_to_the_workflow_index() {
 }
 
 /// The statements of the functions every step runs are planned once per connection, not at
-/// every call: `commit_step` and `claim` use generic plans, and `minute_of` (behind the generated
+/// every call: `commit_step` and `claim` use generic plans, and `minute_of` (which gives the
 /// `touched_minute` of every workflow write) is inlined, not run as a function.
 #[tokio::test]
 async fn the_hot_functions_are_not_planned_at_every_call() {
