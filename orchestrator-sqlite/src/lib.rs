@@ -124,6 +124,7 @@ mod memory;
 mod ops;
 mod outbox;
 mod reads;
+mod record_column;
 mod schema;
 mod store;
 mod time;

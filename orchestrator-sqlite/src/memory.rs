@@ -13,7 +13,7 @@ use crate::SqliteMemory;
 use crate::cache::Committed;
 use crate::error::backend;
 use crate::ops::{self, AcquireRow};
-use crate::reads::{self, Tables, decode, read};
+use crate::reads::{self, Tables, read};
 use crate::store::{encode, forget_all_if, should_sweep, write_op};
 use crate::time::from_ms;
 
@@ -106,8 +106,8 @@ where
         let Some((lease, AcquireRow { stored, produced })) = taken else { return Ok(None) };
         let stored = match stored {
             None => None,
-            Some((version, Some(json))) => Some(Stored {
-                record: Arc::new(decode(id, "record", version, &json)?),
+            Some((version, Some(record))) => Some(Stored {
+                record: Arc::new(record.decode(id, version)?),
                 version: reads::version(id, version)?,
             }),
             Some((version, None)) => match hit {

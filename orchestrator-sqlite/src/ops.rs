@@ -10,6 +10,7 @@ use orchestrator::memory::{Lease, MemoryError, Retention, SubjectColumns};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::{SqliteError, backend};
+use crate::record_column::RecordColumn;
 use crate::time::{duration_ms, from_ms};
 
 /// A commit, encoded by the caller before it is queued: the write, then what goes with it in
@@ -28,7 +29,10 @@ pub(crate) struct CommitOp {
 /// A write, encoded by the caller before it is queued.
 pub(crate) struct WriteOp {
     pub(crate) id: String,
+    /// The record's JSON text (the journal's encoder needs it).
     pub(crate) record: String,
+    /// What the row's `record` column stores (see [`crate::record_column`]).
+    pub(crate) stored_record: Vec<u8>,
     pub(crate) prev: Option<u64>,
     /// The lease's workflow id and token.
     pub(crate) lease: Option<(String, u64)>,
@@ -111,7 +115,7 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
     }
     // The stored record is read only when the new journal row can be a delta against it (the
     // previous version has a journal row).
-    let row: Option<(i64, i64, Option<String>, i64)> = conn
+    let row: Option<(i64, i64, Option<RecordColumn>, i64)> = conn
         .prepare_cached(
             "SELECT seq, version, CASE WHEN ?2 AND journal_tail IS version THEN record END, journal_since \
              FROM workflows WHERE id = ?1",
@@ -128,7 +132,9 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
     let version = as_i64(id, "version", found.unwrap_or(0) + 1)?;
     let encoded = op.entry.as_ref().map(|entry| {
         let (previous, since) = match &row {
-            Some((_, _, Some(json), since)) => (serde_json::from_str(json).ok(), *since),
+            Some((_, v, Some(stored), since)) => {
+                (stored.json(id, *v).ok().and_then(|json| serde_json::from_slice(&json).ok()), *since)
+            }
             _ => (None, 0),
         };
         let encoder = RecordEncoder { since_snapshot: u64::try_from(since).unwrap_or(0) };
@@ -153,7 +159,7 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
             s.execute(params![
                 seq,
                 version,
-                op.record,
+                op.stored_record,
                 op.parent_subject.is_some(),
                 op.parent_subject.as_ref().and_then(Option::as_deref),
                 op.initiator.is_some(),
@@ -183,7 +189,7 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
             s.execute(params![
                 id,
                 version,
-                op.record,
+                op.stored_record,
                 op.parent_subject.as_ref().and_then(Option::as_deref),
                 op.initiator.as_deref(),
                 op.source,
@@ -307,7 +313,7 @@ pub(crate) fn renew(
 /// caller's cached version is current) and the journal's answer as JSON.
 pub(crate) struct AcquireRow {
     /// `None`: no record. `Some((version, None))`: the caller's cached record is current.
-    pub(crate) stored: Option<(i64, Option<String>)>,
+    pub(crate) stored: Option<(i64, Option<RecordColumn>)>,
     /// The events of the entry that consumed the event (encoded), with the entry's version.
     pub(crate) produced: Option<(i64, Vec<u8>)>,
 }
@@ -324,7 +330,7 @@ pub(crate) fn acquire_row(
     cached: Option<(u64, bool)>,
 ) -> Result<AcquireRow, MemoryError> {
     let cached_version = cached.and_then(|(v, _)| i64::try_from(v).ok());
-    let row: Option<(i64, Option<String>)> = conn
+    let row: Option<(i64, Option<RecordColumn>)> = conn
         .prepare_cached(
             "SELECT version, CASE WHEN version IS ?2 THEN NULL ELSE record END FROM workflows WHERE id = ?1",
         )

@@ -18,6 +18,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::de::DeserializeOwned;
 
 use crate::error::{SqliteError, backend};
+use crate::record_column::RecordColumn;
 use crate::time::{from_ms, to_ms, to_ms_ceil};
 
 /// The pool of idle read connections.
@@ -158,12 +159,12 @@ pub(crate) fn record<R: DeserializeOwned>(
     id: &str,
     tables: Tables,
 ) -> Result<Option<Stored<R>>, MemoryError> {
-    let row: Option<(i64, String)> = conn
+    let row: Option<(i64, RecordColumn)> = conn
         .prepare_cached(tables.workflows())
         .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .map_err(sql(id))?;
-    let Some((v, json)) = row else { return Ok(None) };
-    Ok(Some(Stored { record: decode(id, "record", v, &json)?, version: version(id, v)? }))
+    let Some((v, record)) = row else { return Ok(None) };
+    Ok(Some(Stored { record: record.decode(id, v)?, version: version(id, v)? }))
 }
 
 /// A journal value of `id` at `version` that could not be decoded, as this store's error.

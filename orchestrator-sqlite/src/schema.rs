@@ -280,7 +280,29 @@ CREATE INDEX workflows_initiator_created ON workflows (initiator, created_at_ms 
 CREATE INDEX workflows_root_created ON workflows (root, created_at_ms DESC);
 ";
 
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
+/// Version 12: a workflow's latest record (the `record` column of `workflows` and
+/// `workflows_archive`) is stored in the journal's encoding, as a snapshot (see
+/// [`crate::record_column`]): about a fifth of its JSON text. No statement: [`encode_records`]
+/// re-encodes the existing rows after this step.
+const V12: &str = "";
+
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
+
+/// After [`V12`]: every record kept as JSON text re-encoded (a text that is not JSON is encoded
+/// all the same: it reads back as the same text, and fails to decode as it did before).
+fn encode_records(conn: &Connection) -> rusqlite::Result<()> {
+    for table in ["workflows", "workflows_archive"] {
+        let rows: Vec<(i64, String, String)> = conn
+            .prepare(&format!("SELECT rowid, id, record FROM {table} WHERE typeof(record) = 'text'"))?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut update = conn.prepare(&format!("UPDATE {table} SET record = ?2 WHERE rowid = ?1"))?;
+        for (rowid, id, json) in rows {
+            update.execute(rusqlite::params![rowid, crate::record_column::encode(&json, &id)])?;
+        }
+    }
+    Ok(())
+}
 
 /// After [`V10`]: the journal rows of version 9 (`journal_v9`, `journal_archive_v9`) re-encoded
 /// into the compact tables, then the old tables dropped. Rows are read in order, one workflow
@@ -416,6 +438,9 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenErro
         }
         if version == 10 {
             compact_journal(&tx).map_err(migration)?;
+        }
+        if version == 12 {
+            encode_records(&tx).map_err(migration)?;
         }
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(|source| OpenError::Migration {
@@ -676,7 +701,7 @@ mod tests {
         assert_eq!(page[0].record, expected[24].4);
         let deltas: i64 = conn
             .query_row(
-                "SELECT count(*) FROM journal WHERE wf = 1 AND hex(substr(record, 1, 1)) IN ('01', '03')",
+                "SELECT count(*) FROM journal WHERE wf = 1 AND hex(substr(record, 1, 1)) IN ('01', '03', '07')",
                 [],
                 |r| r.get(0),
             )
@@ -691,5 +716,68 @@ mod tests {
             .query_row("SELECT count(*) FROM sqlite_schema WHERE name LIKE '%_v9'", [], |r| r.get(0))
             .unwrap();
         assert_eq!(tables, 0, "the old tables are gone");
+    }
+    #[test]
+    fn version_12_encodes_the_latest_records_and_reads_the_same_ones() {
+        use serde_json::{Value, json};
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v11.db");
+        let mut conn = Connection::open(&path).unwrap();
+        for step in &MIGRATIONS[..11] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 11).unwrap();
+        let record =
+            |n: i64| json!({ "subject": "wf", "state": { "context": { "n": n, "text": "x".repeat(200) } } });
+        for n in 1..=3 {
+            conn.execute(
+                "INSERT INTO workflows (id, version, record, source, created_at_ms, updated_at_ms) \
+                 VALUES (?1, 1, ?2, 's', 0, 0)",
+                rusqlite::params![format!("wf-{n}"), record(n).to_string()],
+            )
+            .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO workflows (id, version, record, source, created_at_ms, updated_at_ms) \
+             VALUES ('bad', 1, '{not json', 's', 0, 0)",
+            [],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO workflows_archive (id, version, record, source, created_at_ms, updated_at_ms, \
+             archived_at_ms) VALUES ('old', 4, ?1, 's', 0, 0, 0)",
+            [record(4).to_string()],
+        )
+        .unwrap();
+        let text_bytes: i64 =
+            conn.query_row("SELECT sum(length(record)) FROM workflows", [], |r| r.get(0)).unwrap();
+        migrate(&mut conn, &path).unwrap();
+        let texts: i64 = conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM workflows WHERE typeof(record) <> 'blob') \
+                 + (SELECT count(*) FROM workflows_archive WHERE typeof(record) <> 'blob')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(texts, 0, "every record re-encoded");
+        let encoded_bytes: i64 =
+            conn.query_row("SELECT sum(length(record)) FROM workflows", [], |r| r.get(0)).unwrap();
+        assert!(encoded_bytes * 3 < text_bytes, "{encoded_bytes} bytes against {text_bytes} as text");
+        for n in 1..=3 {
+            let stored = crate::reads::record::<Value>(&conn, &format!("wf-{n}"), crate::reads::Tables::Live);
+            assert_eq!(stored.unwrap().unwrap().record, record(n));
+        }
+        let archived =
+            crate::reads::record::<Value>(&conn, "old", crate::reads::Tables::Archive).unwrap().unwrap();
+        assert_eq!((archived.record, archived.version), (record(4), 4));
+        // A record that was not JSON still fails to decode, as it did before.
+        assert!(crate::reads::record::<Value>(&conn, "bad", crate::reads::Tables::Live).is_err());
+        // A row a version-11 writer would have left as text still reads.
+        conn.execute("UPDATE workflows SET record = ?1 WHERE id = 'wf-1'", [record(9).to_string()]).unwrap();
+        let stored =
+            crate::reads::record::<Value>(&conn, "wf-1", crate::reads::Tables::Live).unwrap().unwrap();
+        assert_eq!(stored.record, record(9));
     }
 }

@@ -16,7 +16,7 @@ use crate::cache::{Epoch, RecordCache};
 use crate::error::{OpenError, SqliteError, backend};
 use crate::reads::{Readers, Tables, read};
 use crate::writer::{Counters, Stats, Writer};
-use crate::{SqliteConfig, checkpoint, ops, reads, schema, time};
+use crate::{SqliteConfig, checkpoint, ops, reads, record_column, schema, time};
 
 /// Durable workflow memory in one SQLite file (see the [crate documentation](crate)).
 ///
@@ -220,6 +220,7 @@ pub(crate) fn write_op<R: Serialize>(
     };
     Ok(ops::WriteOp {
         id: id.to_owned(),
+        stored_record: record_column::encode(&record, id),
         record,
         prev,
         lease: lease.map(|(id, token)| (id.to_owned(), token)),

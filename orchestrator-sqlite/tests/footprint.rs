@@ -7,7 +7,8 @@
 //! cargo test -p orchestrator-sqlite --release --test footprint -- --ignored --nocapture
 //! ```
 //!
-//! `FOOTPRINT_WORKFLOWS` sets how many workflows (default 1,000). The figures are printed; the
+//! `FOOTPRINT_WORKFLOWS` sets how many workflows (default 1,000); `FOOTPRINT_DB` names a file to
+//! keep the two-step workflows' database in (it must not exist yet). The figures are printed; the
 //! assertions only check that the workflows ran and that their journals read back.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
@@ -85,7 +86,8 @@ async fn run_average(orc: &Orchestrator<Store>, i: usize) {
 async fn bytes_per_two_step_workflow() {
     let n: usize = std::env::var("FOOTPRINT_WORKFLOWS").ok().and_then(|n| n.parse().ok()).unwrap_or(1000);
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("footprint.db");
+    // `FOOTPRINT_DB=<path>` keeps the database there, to look into it afterwards.
+    let path = std::env::var_os("FOOTPRINT_DB").map_or_else(|| dir.path().join("footprint.db"), Into::into);
     {
         let store: Store = Arc::new(SqliteConfig::new(&path).open().unwrap());
         let orc = Orchestrator::builder(Arc::clone(&store)).machine::<AverageFlow>().build().unwrap();

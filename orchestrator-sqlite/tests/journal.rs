@@ -251,7 +251,7 @@ fn stored_rows(path: &std::path::Path, id: &str) -> Vec<(u64, bool)> {
     let raw = rusqlite::Connection::open(path).expect("the raw journal");
     raw.busy_timeout(Duration::from_secs(5)).expect("the raw journal");
     raw.prepare(
-        "SELECT j.version, hex(substr(j.record, 1, 1)) IN ('00', '02') FROM journal j \
+        "SELECT j.version, hex(substr(j.record, 1, 1)) IN ('00', '02', '06') FROM journal j \
          JOIN workflows w ON w.seq = j.wf WHERE w.id = ?1 ORDER BY j.version",
     )
     .expect("the raw journal")

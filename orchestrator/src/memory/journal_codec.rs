@@ -20,7 +20,8 @@
 //!   when that makes them smaller.
 //!
 //! Every encoded value starts with one tag byte: bit 0 says delta (1) or snapshot (0), bit 1
-//! says deflated; the other bits are zero. Decoding never panics: corrupt bytes give a
+//! says deflated, bit 2 (only with bit 1) says which preset dictionary (bit 2 set: the second,
+//! which adds the keys of a workflow record; what this version writes); the other bits are zero. Decoding never panics: corrupt bytes give a
 //! [`CodecError`]. The store keeps per workflow the version of its last journal row and the
 //! delta bytes written since its last snapshot (the [`RecordEncoder`] state) and, by the rows'
 //! tags, finds the snapshot to start from when reading.
@@ -36,6 +37,10 @@ use crate::event::Event;
 const DELTA: u8 = 0b01;
 /// Tag bit: the payload is deflated.
 const DEFLATED: u8 = 0b10;
+/// Tag bit: the payload was deflated with the second preset dictionary ([`RECORD_DICTIONARY`]
+/// before [`DICTIONARY`] and the workflow's id). Values without it (written before it existed)
+/// were deflated with the first (no [`RECORD_DICTIONARY`]).
+const DICTIONARY_2: u8 = 0b100;
 /// Payloads shorter than this are stored as they are (deflate would not pay).
 const MIN_DEFLATE: usize = 64;
 /// What the preset dictionary starts with, before the workflow's id: the keys and constants of
@@ -45,6 +50,24 @@ const DICTIONARY: &str = concat!(
     r#""datacontenttype":"application/cloudevents+json;charset=UTF-8;profile=arvo","dataschema":"","#,
     r#""data":{},"time":"","to":"","accesscontrol":null,"redirectto":null,"executionunits":null,"#,
     r#""traceparent":null,"tracestate":null,"parentid":"","domain":null}"#,
+);
+
+/// What the second preset dictionary adds before [`DICTIONARY`]: the keys and constants of a
+/// workflow record (the orchestrators' and resumables' records, a machine's snapshot) and of the
+/// JSON Patch operations between two of them (part of the format, as [`DICTIONARY`]). A store
+/// holding other records still decodes them; they only compress less.
+const RECORD_DICTIONARY: &str = concat!(
+    r#"{"executionStatus":"normal","subject":"","parentSubject":null,"initEventId":"","done":false,"#,
+    r#""state":{"status":"active","state$$":null,"events":{"expected":{}},"subject":"","context":{},"#,
+    r#""state":{"version":1,"fingerprint":,"states":,"now_ms":,"next_seq":0,"started":true,"#,
+    r#""done":false,"active":[],"history_slots":0,"history":[],"timers":[]},"epochMs":,"value":[]},"#,
+    r#""lastEventId":"","lastEventSource":"","wakeAtMs":}"#,
+    r#"[{"op":"add","path":"/state/context/","value":},{"op":"remove","path":"/state/"},"#,
+    r#"{"op":"replace","path":"/state/state/active/1","value":},"#,
+    r#"{"op":"replace","path":"/state/state/now_ms","value":},"#,
+    r#"{"op":"replace","path":"/state/value/0","value":""},"#,
+    r#"{"op":"replace","path":"/lastEventId","value":""},"#,
+    r#"{"op":"replace","path":"/lastEventSource","value":""}]"#,
 );
 
 /// The largest payload inflated (a corrupt stream must not exhaust memory).
@@ -83,7 +106,7 @@ pub fn is_snapshot(bytes: &[u8]) -> Result<bool, CodecError> {
 
 fn tag(bytes: &[u8]) -> Result<u8, CodecError> {
     let &tag = bytes.first().ok_or(CodecError::Empty)?;
-    if tag & !(DELTA | DEFLATED) != 0 {
+    if tag & !(DELTA | DEFLATED | DICTIONARY_2) != 0 || tag & (DEFLATED | DICTIONARY_2) == DICTIONARY_2 {
         return Err(CodecError::Tag(tag));
     }
     Ok(tag)
@@ -200,6 +223,19 @@ pub fn encode_snapshot(json: &str, dictionary: &str) -> Vec<u8> {
     pack(0, json.as_bytes(), dictionary)
 }
 
+/// The JSON text of a snapshot made by [`encode_snapshot`] (or by [`RecordEncoder::encode`]),
+/// without parsing it: what a store keeping a workflow's latest record encoded reads back.
+pub fn decode_snapshot<'a>(
+    bytes: &'a [u8],
+    dictionary: &str,
+) -> Result<std::borrow::Cow<'a, [u8]>, CodecError> {
+    let tag = tag(bytes)?;
+    if tag & DELTA != 0 {
+        return Err(CodecError::Tag(tag));
+    }
+    unpack(tag, &bytes[1..], dictionary)
+}
+
 /// Decodes what [`encode_events`] encoded: the consumed event and the produced ones.
 pub fn decode_events(bytes: &[u8], dictionary: &str) -> Result<(Option<Event>, Vec<Event>), CodecError> {
     let tag = tag(bytes)?;
@@ -213,11 +249,11 @@ pub fn decode_events(bytes: &[u8], dictionary: &str) -> Result<(Option<Event>, V
 /// The tag, then the payload, deflated when that pays.
 fn pack(kind: u8, payload: &[u8], dictionary: &str) -> Vec<u8> {
     if payload.len() >= MIN_DEFLATE
-        && let Some(deflated) = deflate(payload, &preset(dictionary))
+        && let Some(deflated) = deflate(payload, &preset(DICTIONARY_2, dictionary))
         && deflated.len() < payload.len()
     {
         let mut out = Vec::with_capacity(deflated.len() + 1);
-        out.push(kind | DEFLATED);
+        out.push(kind | DEFLATED | DICTIONARY_2);
         out.extend_from_slice(&deflated);
         return out;
     }
@@ -235,12 +271,14 @@ fn unpack<'a>(
     if tag & DEFLATED == 0 {
         return Ok(std::borrow::Cow::Borrowed(payload));
     }
-    inflate(payload, &preset(dictionary)).map(std::borrow::Cow::Owned)
+    inflate(payload, &preset(tag & DICTIONARY_2, dictionary)).map(std::borrow::Cow::Owned)
 }
 
-/// The preset dictionary of a workflow: [`DICTIONARY`], then its id.
-fn preset(id: &str) -> Vec<u8> {
-    [DICTIONARY.as_bytes(), id.as_bytes()].concat()
+/// The preset dictionary of a workflow: [`RECORD_DICTIONARY`] (for values tagged
+/// [`DICTIONARY_2`]), [`DICTIONARY`], then its id.
+fn preset(version: u8, id: &str) -> Vec<u8> {
+    let records = if version & DICTIONARY_2 != 0 { RECORD_DICTIONARY } else { "" };
+    [records.as_bytes(), DICTIONARY.as_bytes(), id.as_bytes()].concat()
 }
 
 thread_local! {
@@ -445,7 +483,7 @@ mod tests {
         let consumed = event("in");
         let produced = [event("out-1"), event("out-2")];
         let bytes = encode_events(Some(&consumed), &produced, ID).unwrap();
-        assert_eq!(bytes[0], DEFLATED, "deflated: it pays");
+        assert_eq!(bytes[0], DEFLATED | DICTIONARY_2, "deflated: it pays");
         let (c, p) = decode_events(&bytes, ID).unwrap();
         assert_eq!((c.as_ref(), p.as_slice()), (Some(&consumed), &produced[..]));
         let bytes = encode_events(None, &[], ID).unwrap();
@@ -487,5 +525,48 @@ mod tests {
         assert_eq!(bytes[0], DEFLATED, "a deflated snapshot");
         let mut decoder = RecordDecoder::new();
         assert_eq!(decoder.apply(&bytes, ID).unwrap(), &record);
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn unhex(hex: &str) -> Vec<u8> {
+        (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect()
+    }
+
+    /// What this version writes (the second dictionary) is frozen the same way: changing
+    /// [`RECORD_DICTIONARY`] breaks this test.
+    #[test]
+    fn a_value_with_the_second_dictionary_still_decodes() {
+        let json = r#"{"executionStatus":"normal","subject":"S","parentSubject":null,"initEventId":"e","done":false,"state":{"subject":"S","context":{},"state":{"version":1,"fingerprint":7,"states":5,"now_ms":2,"next_seq":0,"started":true,"done":false,"active":[0,2],"history_slots":0,"history":[],"timers":[]},"epochMs":1,"value":["adding"]},"lastEventId":"e","lastEventSource":"s"}"#;
+        let bytes = encode_snapshot(json, ID);
+        assert_eq!(bytes[0], DEFLATED | DICTIONARY_2, "deflated with the second dictionary");
+        let frozen = "06ab26ae340926ae3849c55d9ea0184562b1608e28174c11058311392583818e11b9858321a27400e570a00395304b8954acc544b1522d00";
+        assert_eq!(hex(&bytes), frozen, "the encoding changed: stored values would not decode");
+        let mut decoder = RecordDecoder::new();
+        let expected: Value = serde_json::from_str(json).unwrap();
+        assert_eq!(decoder.apply(&unhex(frozen), ID).unwrap(), &expected);
+        // The same record with the first dictionary only is larger.
+        let first = deflate(json.as_bytes(), &preset(0, ID)).unwrap();
+        assert!(bytes.len() < first.len(), "{} < {}", bytes.len(), first.len());
+    }
+
+    #[test]
+    fn a_snapshot_decodes_to_its_text_and_a_delta_is_refused() {
+        let json = r#"{"subject":"x","state":{"context":{"values":[1,2,3]}},"pad":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}"#;
+        let bytes = encode_snapshot(json, ID);
+        assert_ne!(bytes[0] & DEFLATED, 0, "deflated");
+        assert_eq!(decode_snapshot(&bytes, ID).unwrap().as_ref(), json.as_bytes());
+        assert_eq!(decode_snapshot(b"\x00{}", ID).unwrap().as_ref(), b"{}", "plain");
+        assert!(matches!(decode_snapshot(b"\x01[]", ID), Err(CodecError::Tag(0x01))));
+        assert!(matches!(decode_snapshot(&[], ID), Err(CodecError::Empty)));
+    }
+
+    #[test]
+    fn the_dictionary_bit_without_deflate_is_refused() {
+        let mut decoder = RecordDecoder::new();
+        assert!(matches!(decoder.apply(b"\x04{}", ID), Err(CodecError::Tag(0x04))));
+        assert!(matches!(decode_events(b"\x04[null,[]]", ID), Err(CodecError::Tag(0x04))));
     }
 }
