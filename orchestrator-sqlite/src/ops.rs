@@ -147,7 +147,8 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
             // A parent learnt (or changed) after the first write moves the root with it.
             "UPDATE workflows SET version = ?2, record = ?3, \
              root = CASE WHEN ?4 AND ?5 IS NOT parent_subject \
-                 THEN COALESCE((SELECT p.root FROM workflows p WHERE p.id = ?5), ?5, id) ELSE root END, \
+                 THEN COALESCE((SELECT COALESCE(p.root, p.id) FROM workflows p WHERE p.id = ?5), ?5) \
+                 ELSE root END, \
              parent_subject = CASE WHEN ?4 THEN ?5 ELSE parent_subject END, \
              initiator = CASE WHEN ?6 THEN ?7 ELSE initiator END, \
              source = ?8, wake_at_ms = ?9, claimed_until_ms = NULL, updated_at_ms = ?10, status = ?11, \
@@ -177,12 +178,12 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
         let columns = op.columns.as_ref();
         conn.prepare_cached(
             // The root: the parent's, else the parent itself (its row is gone or not written
-            // yet), else this workflow.
+            // yet), else none (NULL: this workflow is a root).
             "INSERT INTO workflows (id, version, record, parent_subject, initiator, source, wake_at_ms, \
              created_at_ms, updated_at_ms, status, root, orchestrator_version, execution_id, meta, \
              journal_tail, journal_since) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, \
-                     COALESCE((SELECT p.root FROM workflows p WHERE p.id = ?4), ?4, ?1), ?10, ?11, ?12, \
+                     COALESCE((SELECT COALESCE(p.root, p.id) FROM workflows p WHERE p.id = ?4), ?4), ?10, ?11, ?12, \
                      CASE WHEN ?13 IS NOT NULL THEN ?2 END, COALESCE(?13, 0))",
         )
         .and_then(|mut s| {

@@ -338,9 +338,18 @@ pub(crate) fn pending(conn: &Connection, after: u64, limit: usize) -> Result<Vec
     Ok(out)
 }
 
+/// Which workflows of a tree a listing by root matches: a root workflow's `root` column is
+/// `NULL` (schema 13), so the tree is its descendants (`root = ?`, walked in order on the root
+/// index) and the root itself (its id, with no root).
+#[derive(Clone, Copy)]
+enum TreePart {
+    Descendants,
+    Root,
+}
+
 /// The `WHERE` clause of a workflow listing, and its bound values: one constant fragment per
 /// filter set (so that SQLite picks the index of the filters given), every value a parameter.
-fn index_where(filter: &WorkflowFilter, cursor: bool) -> (String, Vec<Value>) {
+fn index_where(filter: &WorkflowFilter, cursor: bool, tree: TreePart) -> (String, Vec<Value>) {
     let mut clauses: Vec<&str> = Vec::new();
     let mut values: Vec<Value> = Vec::new();
     let text = |clause, value: &Option<String>, clauses: &mut Vec<&str>, values: &mut Vec<Value>| {
@@ -354,7 +363,10 @@ fn index_where(filter: &WorkflowFilter, cursor: bool) -> (String, Vec<Value>) {
     text("w.status = ?", &filter.status.map(|s| s.as_str().to_owned()), &mut clauses, &mut values);
     text("w.initiator = ?", &filter.initiator, &mut clauses, &mut values);
     text("w.parent_subject = ?", &filter.parent, &mut clauses, &mut values);
-    text("w.root = ?", &filter.root, &mut clauses, &mut values);
+    match tree {
+        TreePart::Descendants => text("w.root = ?", &filter.root, &mut clauses, &mut values),
+        TreePart::Root => text("w.id = ? AND w.root IS NULL", &filter.root, &mut clauses, &mut values),
+    }
     if let Some(prefix) = &filter.execution_id_prefix {
         // The ids that start with `prefix` sort between it and it followed by the last code point.
         clauses.push("w.execution_id >= ? AND w.execution_id < ?");
@@ -437,14 +449,29 @@ fn summary(row: SummaryRow) -> Result<WorkflowSummary, MemoryError> {
     })
 }
 
-/// The statement listing a page of the workflows matching `filter`, and its values.
+/// The columns of a [`SummaryRow`].
+const SUMMARY_COLUMNS: &str = "w.id, w.execution_id, w.source, w.orchestrator_version, w.status, w.initiator, \
+     w.parent_subject, COALESCE(w.root, w.id), w.meta, w.created_at_ms, w.updated_at_ms, w.version";
+
+/// The statement listing a page of the workflows matching `filter`, and its values. By root:
+/// the page of its descendants (in index order), merged with the root itself.
 fn list_statement(filter: &WorkflowFilter) -> (String, Vec<Value>) {
-    let (clause, mut values) = index_where(filter, true);
-    values.push(Value::Integer(i64::try_from(filter.page_size()).unwrap_or(i64::MAX).saturating_add(1)));
+    let limit = Value::Integer(i64::try_from(filter.page_size()).unwrap_or(i64::MAX).saturating_add(1));
+    let (clause, mut values) = index_where(filter, true, TreePart::Descendants);
+    values.push(limit.clone());
+    let page = format!(
+        "SELECT {SUMMARY_COLUMNS} FROM workflows w WHERE {clause} \
+         ORDER BY w.created_at_ms DESC, w.id DESC LIMIT ?"
+    );
+    if filter.root.is_none() {
+        return (page, values);
+    }
+    let (root, root_values) = index_where(filter, true, TreePart::Root);
+    values.extend(root_values);
+    values.push(limit);
     let statement = format!(
-        "SELECT w.id, w.execution_id, w.source, w.orchestrator_version, w.status, w.initiator, \
-         w.parent_subject, w.root, w.meta, w.created_at_ms, w.updated_at_ms, w.version \
-         FROM workflows w WHERE {clause} ORDER BY w.created_at_ms DESC, w.id DESC LIMIT ?"
+        "SELECT * FROM ({page}) UNION ALL SELECT {SUMMARY_COLUMNS} FROM workflows w WHERE {root} \
+         ORDER BY 10 DESC, 1 DESC LIMIT ?"
     );
     (statement, values)
 }
@@ -486,8 +513,13 @@ pub(crate) fn list_workflows(
 /// How many workflows match `filter`.
 pub(crate) fn count_workflows(conn: &Connection, filter: &WorkflowFilter) -> Result<u64, MemoryError> {
     let key = "(workflows)";
-    let (clause, values) = index_where(filter, false);
-    let statement = format!("SELECT count(*) FROM workflows w WHERE {clause}");
+    let (clause, mut values) = index_where(filter, false, TreePart::Descendants);
+    let mut statement = format!("SELECT (SELECT count(*) FROM workflows w WHERE {clause})");
+    if filter.root.is_some() {
+        let (root, root_values) = index_where(filter, false, TreePart::Root);
+        values.extend(root_values);
+        statement.push_str(&format!(" + (SELECT count(*) FROM workflows w WHERE {root})"));
+    }
     let count: i64 = conn
         .prepare_cached(&statement)
         .and_then(|mut s| s.query_row(rusqlite::params_from_iter(values), |r| r.get(0)))

@@ -286,7 +286,16 @@ CREATE INDEX workflows_root_created ON workflows (root, created_at_ms DESC);
 /// re-encodes the existing rows after this step.
 const V12: &str = "";
 
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
+/// Version 13: a root workflow's `root` is `NULL` instead of a copy of its id (a subject: ~200
+/// bytes, in the row and in the root index); the root index holds the descendants only, and a
+/// listing by root adds the root itself by its id.
+const V13: &str = "
+DROP INDEX workflows_root_created;
+UPDATE workflows SET root = NULL WHERE root = id;
+CREATE INDEX workflows_root_created ON workflows (root, created_at_ms DESC) WHERE root IS NOT NULL;
+";
+
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
 
 /// After [`V12`]: every record kept as JSON text re-encoded (a text that is not JSON is encoded
 /// all the same: it reads back as the same text, and fails to decode as it did before).
@@ -528,7 +537,9 @@ mod tests {
         type Row = (String, String, Option<String>, Option<String>, Option<String>);
         let rows: Vec<Row> = conn
             .prepare(
-                "SELECT status, root, orchestrator_version, execution_id, meta FROM workflows ORDER BY seq",
+                // A root's `root` is NULL since version 13.
+                "SELECT status, COALESCE(root, id), orchestrator_version, execution_id, meta FROM workflows \
+                 ORDER BY seq",
             )
             .unwrap()
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
@@ -551,6 +562,12 @@ mod tests {
                 ("waiting".to_owned(), "gone".to_owned(), None, None, None),
             ]
         );
+        let own_roots: i64 = conn
+            .query_row("SELECT count(*) FROM workflows WHERE root IS NULL OR root = id", [], |r| r.get(0))
+            .unwrap();
+        let null_root: Option<String> =
+            conn.query_row("SELECT root FROM workflows WHERE seq = 1", [], |r| r.get(0)).unwrap();
+        assert_eq!((own_roots, null_root), (1, None), "version 13: the root's own row has no copy of its id");
         let meta: Vec<(String, String)> = conn
             .prepare("SELECT key, value FROM workflow_meta")
             .unwrap()
