@@ -117,6 +117,7 @@ mod cache;
 mod catalog;
 mod checkpoint;
 mod config;
+mod consumed_key;
 mod dead_letters;
 mod error;
 mod journal;

@@ -5,10 +5,11 @@
 
 use std::time::Duration;
 
-use orchestrator::memory::journal_codec::{EncodedRecord, RecordEncoder};
-use orchestrator::memory::{Lease, MemoryError, Retention, SubjectColumns};
+use orchestrator::memory::journal_codec::{self, EncodedRecord, RecordEncoder};
+use orchestrator::memory::{EventKey, Lease, MemoryError, Retention, SubjectColumns};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use crate::consumed_key::consumed_key;
 use crate::error::{SqliteError, backend};
 use crate::record_column::RecordColumn;
 use crate::time::{duration_ms, from_ms};
@@ -55,8 +56,7 @@ pub(crate) struct WriteOp {
 pub(crate) struct EntryRow {
     pub(crate) at_ms: i64,
     /// The consumed event's id and source (its identity).
-    pub(crate) consumed_event_id: Option<String>,
-    pub(crate) consumed_source: Option<String>,
+    pub(crate) consumed_key: Option<i64>,
     /// The consumed and produced events ([`orchestrator::memory::journal_codec::encode_events`]).
     pub(crate) events: Vec<u8>,
     /// The record written, as JSON (its text is the write's `record`).
@@ -219,19 +219,11 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
     };
     if let (Some(entry), Some(encoded)) = (&op.entry, &encoded) {
         conn.prepare_cached(
-            "INSERT INTO journal (wf, version, at_ms, consumed_event_id, consumed_source, events, record) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO journal (wf, version, at_ms, consumed_key, events, record) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )
         .and_then(|mut s| {
-            s.execute(params![
-                wf,
-                version,
-                entry.at_ms,
-                entry.consumed_event_id,
-                entry.consumed_source,
-                entry.events,
-                encoded.bytes
-            ])
+            s.execute(params![wf, version, entry.at_ms, entry.consumed_key, entry.events, encoded.bytes])
         })
         .map_err(&sql)?;
     }
@@ -344,21 +336,33 @@ pub(crate) fn acquire_row(
 }
 
 /// The events of the entry (encoded, see [`orchestrator::memory::journal_codec::decode_events`], with the entry's
-/// version) in which `id` consumed the event `(source, event_id)`.
+/// version) in which `id` consumed the event `(source, event_id)`: the first of the rows with
+/// its [`consumed_key`] whose consumed event is that one.
 pub(crate) fn produced(
     conn: &Connection,
     id: &str,
     source: &str,
     event_id: &str,
 ) -> Result<Option<(i64, Vec<u8>)>, MemoryError> {
-    conn.prepare_cached(
-        // Without statistics the planner would rather scan the workflow's journal by version.
-        "SELECT j.version, j.events FROM workflows w JOIN journal j INDEXED BY journal_consumed \
-         ON j.wf = w.seq WHERE w.id = ?1 AND j.consumed_event_id = ?2 AND j.consumed_source = ?3 \
-         AND j.consumed_event_id IS NOT NULL ORDER BY j.version LIMIT 1",
-    )
-    .and_then(|mut s| s.query_row(params![id, event_id, source], |r| Ok((r.get(0)?, r.get(1)?))).optional())
-    .map_err(sql(id))
+    let key = EventKey { source, id: event_id };
+    let candidates: Vec<(i64, Vec<u8>)> = conn
+        .prepare_cached(
+            // Without statistics the planner would rather scan the workflow's journal by version.
+            "SELECT j.version, j.events FROM workflows w JOIN journal j INDEXED BY journal_consumed \
+             ON j.wf = w.seq WHERE w.id = ?1 AND j.consumed_key = ?2 ORDER BY j.version",
+        )
+        .and_then(|mut s| {
+            s.query_map(params![id, consumed_key(key)], |r| Ok((r.get(0)?, r.get(1)?)))?.collect()
+        })
+        .map_err(sql(id))?;
+    for (version, events) in candidates {
+        let (consumed, _) = journal_codec::decode_events(&events, id)
+            .map_err(|e| crate::reads::journal_error(id, "consumed event", version, e))?;
+        if consumed.as_ref().is_some_and(|event| key.matches(event)) {
+            return Ok(Some((version, events)));
+        }
+    }
+    Ok(None)
 }
 
 /// Claims up to `limit` workflows due at or before `now` and not claimed past `now`, earliest
@@ -443,8 +447,8 @@ fn archive(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<()> {
     )?
     .execute(params![id, now])?;
     conn.prepare_cached(
-        "INSERT INTO journal_archive (id, version, at_ms, consumed_event_id, consumed_source, events, record) \
-         SELECT ?1, version, at_ms, consumed_event_id, consumed_source, events, record FROM journal \
+        "INSERT INTO journal_archive (id, version, at_ms, consumed_key, events, record) \
+         SELECT ?1, version, at_ms, consumed_key, events, record FROM journal \
          WHERE wf = (SELECT seq FROM workflows WHERE id = ?1) ORDER BY version",
     )?
     .execute([id])?;

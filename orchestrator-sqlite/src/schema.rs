@@ -295,7 +295,52 @@ UPDATE workflows SET root = NULL WHERE root = id;
 CREATE INDEX workflows_root_created ON workflows (root, created_at_ms DESC) WHERE root IS NOT NULL;
 ";
 
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
+/// Version 14: the journal (and its archive) finds a consumed event by a 64-bit hash of its
+/// identity (`consumed_key`, see [`crate::consumed_key`]) instead of its id and source as text,
+/// in the row and in the index. [`key_consumed_events`] fills the key of the existing rows and
+/// drops the text columns after this step.
+const V14: &str = "
+ALTER TABLE journal ADD COLUMN consumed_key INTEGER;
+ALTER TABLE journal_archive ADD COLUMN consumed_key INTEGER;
+DROP INDEX journal_consumed;
+";
+
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
+
+/// After [`V14`]: each row's `consumed_key` from its consumed event's id and source (a row whose
+/// source is unknown, which no lookup could find before, gets none), then the text columns
+/// dropped and the index made on the key.
+fn key_consumed_events(conn: &Connection) -> rusqlite::Result<()> {
+    for (table, key) in [("journal", "seq"), ("journal_archive", "id, version")] {
+        let rows: Vec<(rusqlite::types::Value, Option<i64>, String, String)> = conn
+            .prepare(&format!(
+                "SELECT {}, consumed_source, consumed_event_id FROM {table} \
+                 WHERE consumed_event_id IS NOT NULL AND consumed_source IS NOT NULL",
+                if table == "journal" { "seq, NULL" } else { "id, version" }
+            ))?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<Result<_, _>>()?;
+        let filter = if key == "seq" { "seq = ?2" } else { "id = ?2 AND version = ?3" };
+        let mut update = conn.prepare(&format!("UPDATE {table} SET consumed_key = ?1 WHERE {filter}"))?;
+        for (first, version, source, id) in rows {
+            let hash = crate::consumed_key::consumed_key(orchestrator::memory::EventKey {
+                source: &source,
+                id: &id,
+            });
+            match version {
+                None => update.execute(rusqlite::params![hash, first])?,
+                Some(version) => update.execute(rusqlite::params![hash, first, version])?,
+            };
+        }
+    }
+    conn.execute_batch(
+        "ALTER TABLE journal DROP COLUMN consumed_event_id;
+         ALTER TABLE journal DROP COLUMN consumed_source;
+         ALTER TABLE journal_archive DROP COLUMN consumed_event_id;
+         ALTER TABLE journal_archive DROP COLUMN consumed_source;
+         CREATE INDEX journal_consumed ON journal (wf, consumed_key, version) WHERE consumed_key IS NOT NULL;",
+    )
+}
 
 /// After [`V12`]: every record kept as JSON text re-encoded (a text that is not JSON is encoded
 /// all the same: it reads back as the same text, and fails to decode as it did before).
@@ -451,6 +496,9 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenErro
         if version == 12 {
             encode_records(&tx).map_err(migration)?;
         }
+        if version == 14 {
+            key_consumed_events(&tx).map_err(migration)?;
+        }
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(|source| OpenError::Migration {
         path: path.to_path_buf(),
@@ -486,9 +534,11 @@ mod tests {
         )
         .unwrap();
         migrate(&mut conn, &path).unwrap();
-        let rows: Vec<(String, i64, i64, Option<String>)> = conn
+        // No stored event tells these entries' consumed source: they have no consumed key
+        // (version 14), as no lookup could find them before.
+        let rows: Vec<(String, i64, i64, Option<i64>)> = conn
             .prepare(
-                "SELECT w.id, j.version, j.at_ms, j.consumed_event_id FROM journal j \
+                "SELECT w.id, j.version, j.at_ms, j.consumed_key FROM journal j \
                  JOIN workflows w ON w.seq = j.wf ORDER BY w.id, j.version",
             )
             .unwrap()
@@ -500,8 +550,8 @@ mod tests {
             rows,
             [
                 ("other".to_owned(), 1, 5, None),
-                ("wf".to_owned(), 1, 10, Some("e-1".to_owned())),
-                ("wf".to_owned(), 2, 20, Some("e-2".to_owned())),
+                ("wf".to_owned(), 1, 10, None),
+                ("wf".to_owned(), 2, 20, None),
             ],
             "every entry of an existing workflow is kept, keyed by its workflow's seq"
         );
@@ -597,8 +647,9 @@ mod tests {
         )
         .unwrap();
         migrate(&mut conn, &path).unwrap();
-        let sources: Vec<Option<String>> = conn
-            .prepare("SELECT consumed_source FROM journal ORDER BY version")
+        // Version 14 keeps the identity as its hash.
+        let sources: Vec<Option<i64>> = conn
+            .prepare("SELECT consumed_key FROM journal ORDER BY version")
             .unwrap()
             .query_map([], |r| r.get(0))
             .unwrap()
@@ -606,7 +657,14 @@ mod tests {
             .unwrap();
         assert_eq!(
             sources,
-            [Some("com.client".to_owned()), None, None],
+            [
+                Some(crate::consumed_key::consumed_key(orchestrator::memory::EventKey {
+                    source: "com.client",
+                    id: "e-1"
+                })),
+                None,
+                None
+            ],
             "a corrupt entry does not stop the migration"
         );
         let claimed: Option<i64> = conn

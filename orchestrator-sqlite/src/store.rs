@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use orchestrator::memory::journal_codec;
-use orchestrator::memory::{JournalRecord, Materialized, MemoryError, Stored, WriteMeta, check_id};
+use orchestrator::memory::{EventKey, JournalRecord, Materialized, MemoryError, Stored, WriteMeta, check_id};
 use rusqlite::Connection;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -210,8 +210,7 @@ pub(crate) fn write_op<R: Serialize>(
                 journal_codec::encode_events(entry.consumed, entry.produced, id).map_err(encoding)?;
             let row = ops::EntryRow {
                 at_ms: time::to_ms(entry.at),
-                consumed_event_id: entry.consumed.map(|e| e.id().to_owned()),
-                consumed_source: entry.consumed.map(|e| e.source().to_owned()),
+                consumed_key: entry.consumed.map(|e| crate::consumed_key::consumed_key(EventKey::of(e))),
                 events,
                 record: value,
             };
