@@ -305,7 +305,23 @@ ALTER TABLE journal_archive ADD COLUMN consumed_key INTEGER;
 DROP INDEX journal_consumed;
 ";
 
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
+/// Version 15: the listing indexes ascend by creation time. Listings (newest first) walk them
+/// backwards as before; new workflows are appended at the end of an index's range instead of
+/// inserted at its start, which split pages in halves and left them about half empty.
+const V15: &str = "
+DROP INDEX workflows_created;
+DROP INDEX workflows_source_created;
+DROP INDEX workflows_status_created;
+DROP INDEX workflows_initiator_created;
+DROP INDEX workflows_root_created;
+CREATE INDEX workflows_created ON workflows (created_at_ms);
+CREATE INDEX workflows_source_created ON workflows (source, created_at_ms);
+CREATE INDEX workflows_status_created ON workflows (status, created_at_ms);
+CREATE INDEX workflows_initiator_created ON workflows (initiator, created_at_ms) WHERE initiator IS NOT NULL;
+CREATE INDEX workflows_root_created ON workflows (root, created_at_ms) WHERE root IS NOT NULL;
+";
+
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15];
 
 /// After [`V14`]: each row's `consumed_key` from its consumed event's id and source (a row whose
 /// source is unknown, which no lookup could find before, gets none), then the text columns
