@@ -119,7 +119,9 @@ pub(crate) enum Tables {
 impl Tables {
     fn workflows(self) -> &'static str {
         match self {
-            Self::Live => "SELECT version, record FROM workflows WHERE id = ?1",
+            Self::Live => {
+                "SELECT version, record FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1"
+            }
             Self::Archive => "SELECT version, record FROM workflows_archive WHERE id = ?1",
         }
     }
@@ -128,8 +130,8 @@ impl Tables {
         match self {
             Self::Live => {
                 "SELECT j.version, j.at_ms, j.events, j.record \
-                 FROM workflows w JOIN journal j ON j.wf = w.seq \
-                 WHERE w.id = ?1 AND j.version > ?2 ORDER BY j.version LIMIT ?3"
+                 FROM journal j WHERE j.wf = (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1) \
+                 AND j.version > ?2 ORDER BY j.version LIMIT ?3"
             }
             Self::Archive => {
                 "SELECT version, at_ms, events, record FROM journal_archive \
@@ -142,8 +144,8 @@ impl Tables {
     fn records_down(self) -> &'static str {
         match self {
             Self::Live => {
-                "SELECT j.version, j.record FROM workflows w JOIN journal j ON j.wf = w.seq \
-                 WHERE w.id = ?1 AND j.version <= ?2 ORDER BY j.version DESC"
+                "SELECT j.version, j.record FROM journal j WHERE j.wf = (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1) \
+                 AND j.version <= ?2 ORDER BY j.version DESC"
             }
             Self::Archive => {
                 "SELECT version, record FROM journal_archive WHERE id = ?1 AND version <= ?2 \
@@ -291,8 +293,7 @@ pub(crate) fn entry<R: DeserializeOwned>(
     let Some(decoder) = record_at(conn, id, version, Tables::Live)? else { return Ok(None) };
     let row: Option<(i64, Vec<u8>)> = conn
         .prepare_cached(
-            "SELECT j.at_ms, j.events FROM workflows w JOIN journal j ON j.wf = w.seq \
-             WHERE w.id = ?1 AND j.version = ?2",
+            "SELECT j.at_ms, j.events FROM journal j WHERE j.wf = (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1) AND j.version = ?2",
         )
         .and_then(|mut s| s.query_row(params![id, version], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .map_err(sql(id))?;
@@ -310,7 +311,9 @@ pub(crate) fn children(conn: &Connection, id: &str) -> Result<Vec<String>, Memor
 /// The parent of `id`.
 pub(crate) fn parent(conn: &Connection, id: &str) -> Result<Option<String>, MemoryError> {
     let row: Option<Option<String>> = conn
-        .prepare_cached("SELECT parent_subject FROM workflows WHERE id = ?1")
+        .prepare_cached(
+            "SELECT parent_subject FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1",
+        )
         .and_then(|mut s| s.query_row([id], |r| r.get(0)).optional())
         .map_err(sql(id))?;
     Ok(row.flatten())
@@ -365,7 +368,13 @@ fn index_where(filter: &WorkflowFilter, cursor: bool, tree: TreePart) -> (String
     text("w.parent_subject = ?", &filter.parent, &mut clauses, &mut values);
     match tree {
         TreePart::Descendants => text("w.root = ?", &filter.root, &mut clauses, &mut values),
-        TreePart::Root => text("w.id = ? AND w.root IS NULL", &filter.root, &mut clauses, &mut values),
+        TreePart::Root => {
+            if let Some(root) = &filter.root {
+                // By the id index (see `schema::V16`): the id's end, then the id.
+                clauses.push("substr(w.id, -16) = substr(?, -16) AND w.id = ? AND w.root IS NULL");
+                values.extend([Value::Text(root.clone()), Value::Text(root.clone())]);
+            }
+        }
     }
     if let Some(prefix) = &filter.execution_id_prefix {
         // The ids that start with `prefix` sort between it and it followed by the last code point.

@@ -321,7 +321,62 @@ CREATE INDEX workflows_initiator_created ON workflows (initiator, created_at_ms)
 CREATE INDEX workflows_root_created ON workflows (root, created_at_ms) WHERE root IS NOT NULL;
 ";
 
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15];
+/// Version 16: workflows are found by the last 16 characters of their id (`workflows_id`, an
+/// index on `substr(id, -16)`), then by the whole id, instead of by a unique index of the whole id
+/// (a subject: ~200 bytes, as large as the rest of the row's indexes together). A subject ends
+/// with its zlib checksum and its compressed execution id, so ids seldom share an end, and one
+/// that does costs one more row compared. The writer keeps ids unique (a creation is a
+/// compare-and-swap on no row, in its write transaction). SQLite cannot drop a `UNIQUE`
+/// constraint: the table is rebuilt (the same rows and columns, `record` declared as the blob it
+/// holds since version 12) with its indexes and trigger.
+const V16: &str = "
+CREATE TABLE workflows_v16 (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    record BLOB NOT NULL,
+    parent_subject TEXT,
+    initiator TEXT,
+    source TEXT NOT NULL,
+    wake_at_ms INTEGER,
+    remove_at_ms INTEGER,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    claimed_until_ms INTEGER,
+    status TEXT NOT NULL DEFAULT 'active',
+    root TEXT,
+    orchestrator_version TEXT,
+    execution_id TEXT,
+    meta TEXT,
+    journal_tail INTEGER,
+    journal_since INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO workflows_v16 (seq, id, version, record, parent_subject, initiator, source, wake_at_ms,
+        remove_at_ms, created_at_ms, updated_at_ms, claimed_until_ms, status, root,
+        orchestrator_version, execution_id, meta, journal_tail, journal_since)
+    SELECT seq, id, version, record, parent_subject, initiator, source, wake_at_ms, remove_at_ms,
+        created_at_ms, updated_at_ms, claimed_until_ms, status, root, orchestrator_version,
+        execution_id, meta, journal_tail, journal_since
+    FROM workflows ORDER BY seq;
+DROP TABLE workflows;
+ALTER TABLE workflows_v16 RENAME TO workflows;
+CREATE INDEX workflows_id ON workflows (substr(id, -16));
+CREATE INDEX workflows_wake ON workflows (wake_at_ms, id) WHERE wake_at_ms IS NOT NULL;
+CREATE INDEX workflows_parent ON workflows (parent_subject, seq) WHERE parent_subject IS NOT NULL;
+CREATE INDEX workflows_remove ON workflows (remove_at_ms) WHERE remove_at_ms IS NOT NULL;
+CREATE INDEX workflows_execution ON workflows (execution_id) WHERE execution_id IS NOT NULL;
+CREATE INDEX workflows_created ON workflows (created_at_ms);
+CREATE INDEX workflows_source_created ON workflows (source, created_at_ms);
+CREATE INDEX workflows_status_created ON workflows (status, created_at_ms);
+CREATE INDEX workflows_initiator_created ON workflows (initiator, created_at_ms) WHERE initiator IS NOT NULL;
+CREATE INDEX workflows_root_created ON workflows (root, created_at_ms) WHERE root IS NOT NULL;
+CREATE TRIGGER workflows_meta_gone AFTER DELETE ON workflows BEGIN
+    DELETE FROM workflow_meta WHERE wf = old.seq;
+END;
+";
+
+pub(crate) const MIGRATIONS: &[&str] =
+    &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16];
 
 /// After [`V14`]: each row's `consumed_key` from its consumed event's id and source (a row whose
 /// source is unknown, which no lookup could find before, gets none), then the text columns
@@ -870,5 +925,60 @@ mod tests {
         let stored =
             crate::reads::record::<Value>(&conn, "wf-1", crate::reads::Tables::Live).unwrap().unwrap();
         assert_eq!(stored.record, record(9));
+    }
+    #[test]
+    fn version_16_rebuilds_the_workflows_without_the_unique_id_index() {
+        use serde_json::{Value, json};
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v15.db");
+        let mut conn = Connection::open(&path).unwrap();
+        for step in &MIGRATIONS[..15] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 15).unwrap();
+        for (seq, id) in [(1, "wf-a"), (2, "one-0123456789abcdef"), (7, "two-0123456789abcdef")] {
+            conn.execute(
+                "INSERT INTO workflows (seq, id, version, record, source, created_at_ms, updated_at_ms, status, \
+                 execution_id, meta, wake_at_ms) VALUES (?1, ?2, 3, ?3, 's', ?1, ?1, 'waiting', 'x', '{}', 9)",
+                rusqlite::params![seq, id, crate::record_column::encode(&json!({ "n": seq }).to_string(), id)],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO workflow_meta (key, value, wf) VALUES ('k', ?1, ?2)",
+                rusqlite::params![id, seq],
+            )
+            .unwrap();
+        }
+        migrate(&mut conn, &path).unwrap();
+        let names: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_schema WHERE tbl_name = 'workflows' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(!names.iter().any(|n| n.starts_with("sqlite_autoindex")), "{names:?}");
+        for name in ["workflows_id", "workflows_wake", "workflows_root_created", "workflows_meta_gone"] {
+            assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
+        }
+        // Two ids ending alike are still told apart.
+        for (seq, id) in [(1, "wf-a"), (2, "one-0123456789abcdef"), (7, "two-0123456789abcdef")] {
+            let stored =
+                crate::reads::record::<Value>(&conn, id, crate::reads::Tables::Live).unwrap().unwrap();
+            assert_eq!((stored.record, stored.version), (json!({ "n": seq }), 3), "{id}");
+        }
+        let kept: i64 = conn.query_row("SELECT count(*) FROM workflow_meta", [], |r| r.get(0)).unwrap();
+        assert_eq!(kept, 3, "rebuilding the table deleted no meta (dropping a table fires no trigger)");
+        conn.execute("DELETE FROM workflows WHERE substr(id, -16) = substr('one-0123456789abcdef', -16) AND id = 'one-0123456789abcdef'", [])
+            .unwrap();
+        let left: Vec<String> = conn
+            .prepare("SELECT value FROM workflow_meta ORDER BY wf")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(left, ["wf-a", "two-0123456789abcdef"], "the trigger still deletes a workflow's meta");
     }
 }
