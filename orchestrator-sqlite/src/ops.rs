@@ -138,7 +138,14 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
             _ => (None, 0),
         };
         let encoder = RecordEncoder { since_snapshot: u64::try_from(since).unwrap_or(0) };
-        encoder.encode(previous.as_ref(), &entry.record, &op.record, id)
+        // The row's `record` column holds the same snapshot (see `crate::record_column`).
+        encoder.encode_with_snapshot(
+            previous.as_ref(),
+            &entry.record,
+            &op.record,
+            id,
+            Some(&op.stored_record),
+        )
     });
     let since =
         encoded.as_ref().map(|e: &EncodedRecord| i64::try_from(e.next.since_snapshot).unwrap_or(i64::MAX));

@@ -150,8 +150,22 @@ impl RecordEncoder {
         json: &str,
         dictionary: &str,
     ) -> EncodedRecord {
+        self.encode_with_snapshot(previous, record, json, dictionary, None)
+    }
+
+    /// [`encode`](Self::encode), given the snapshot of `json` when the caller has made it already
+    /// ([`encode_snapshot`] with the same dictionary: a store keeping the latest record encoded),
+    /// so that a row that is a snapshot does not deflate the record a second time.
+    pub fn encode_with_snapshot(
+        self,
+        previous: Option<&Value>,
+        record: &Value,
+        json: &str,
+        dictionary: &str,
+        snapshot: Option<&[u8]>,
+    ) -> EncodedRecord {
         let snapshot = |_| EncodedRecord {
-            bytes: encode_snapshot(json, dictionary),
+            bytes: snapshot.map_or_else(|| encode_snapshot(json, dictionary), <[u8]>::to_vec),
             snapshot: true,
             next: RecordEncoder { since_snapshot: 0 },
         };
@@ -569,6 +583,38 @@ mod tests {
         assert_eq!(decode_snapshot(b"\x00{}", ID).unwrap().as_ref(), b"{}", "plain");
         assert!(matches!(decode_snapshot(b"\x01[]", ID), Err(CodecError::Tag(0x01))));
         assert!(matches!(decode_snapshot(&[], ID), Err(CodecError::Empty)));
+    }
+
+    #[test]
+    fn a_snapshot_given_is_used_as_it_is_and_a_delta_ignores_it() {
+        let records = records(3, 7);
+        let json = |v: &Value| serde_json::to_string(v).unwrap();
+        let made = encode_snapshot(&json(&records[0]), ID);
+        let given = RecordEncoder::default().encode_with_snapshot(
+            None,
+            &records[0],
+            &json(&records[0]),
+            ID,
+            Some(&made),
+        );
+        assert_eq!(given, RecordEncoder::default().encode(None, &records[0], &json(&records[0]), ID));
+        let marker = [0u8, b'1'];
+        let first = RecordEncoder::default().encode_with_snapshot(
+            None,
+            &records[0],
+            &json(&records[0]),
+            ID,
+            Some(&marker),
+        );
+        assert_eq!(first.bytes, marker, "the caller's snapshot is stored as given");
+        let delta = first.next.encode_with_snapshot(
+            Some(&records[0]),
+            &records[1],
+            &json(&records[1]),
+            ID,
+            Some(&marker),
+        );
+        assert!(!delta.snapshot && delta.bytes != marker, "a delta is made as before");
     }
 
     #[test]
