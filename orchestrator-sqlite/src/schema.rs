@@ -295,7 +295,7 @@ UPDATE workflows SET root = NULL WHERE root = id;
 CREATE INDEX workflows_root_created ON workflows (root, created_at_ms DESC) WHERE root IS NOT NULL;
 ";
 
-/// Version 14: the journal (and its archive) finds a consumed event by a 64-bit hash of its
+/// Version 14: the journal (and its archive) finds a consumed event by a 32-bit hash of its
 /// identity (`consumed_key`, see [`crate::consumed_key`]) instead of its id and source as text,
 /// in the row and in the index. [`key_consumed_events`] fills the key of the existing rows and
 /// drops the text columns after this step.
