@@ -11,6 +11,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::consumed_key::consumed_key;
 use crate::error::{SqliteError, backend};
+use crate::reads::Tables;
 use crate::record_column::RecordColumn;
 use crate::time::{duration_ms, from_ms};
 
@@ -34,6 +35,8 @@ pub(crate) struct WriteOp {
     pub(crate) record: String,
     /// What the row's `record` column stores (see [`crate::record_column`]).
     pub(crate) stored_record: Vec<u8>,
+    /// The record's snapshot, when the caller made it (for a journal row that must be one).
+    pub(crate) snapshot: Option<Vec<u8>>,
     pub(crate) prev: Option<u64>,
     /// The lease's workflow id and token.
     pub(crate) lease: Option<(String, u64)>,
@@ -130,23 +133,35 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
         return Err(MemoryError::Conflict { id: id.to_owned(), expected: op.prev, found });
     }
     let version = as_i64(id, "version", found.unwrap_or(0) + 1)?;
-    let encoded = op.entry.as_ref().map(|entry| {
-        let (previous, since) = match &row {
-            Some((_, v, Some(stored), since)) => {
-                (stored.json(id, *v).ok().and_then(|json| serde_json::from_slice(&json).ok()), *since)
-            }
-            _ => (None, 0),
-        };
-        let encoder = RecordEncoder { since_snapshot: u64::try_from(since).unwrap_or(0) };
-        // The row's `record` column holds the same snapshot (see `crate::record_column`).
-        encoder.encode_with_snapshot(
-            previous.as_ref(),
-            &entry.record,
-            &op.record,
-            id,
-            Some(&op.stored_record),
-        )
-    });
+    let encoded = match &op.entry {
+        None => None,
+        Some(entry) => {
+            // The previous record, when the new row can be a delta against it: kept in the
+            // previous journal row (rebuilt from it) or, for rows of older versions, in the row.
+            let (previous, since) = match &row {
+                Some((_, v, Some(stored), since)) => {
+                    let previous = match stored {
+                        // Unreadable: the new row is a snapshot (as for an unreadable record).
+                        RecordColumn::InJournal => crate::reads::record_at(conn, id, *v, Tables::Live)
+                            .ok()
+                            .flatten()
+                            .and_then(|decoder| decoder.current().cloned()),
+                        stored => stored.value(id, *v).ok().flatten(),
+                    };
+                    (previous, *since)
+                }
+                _ => (None, 0),
+            };
+            let encoder = RecordEncoder { since_snapshot: u64::try_from(since).unwrap_or(0) };
+            Some(encoder.encode_with_snapshot(
+                previous.as_ref(),
+                &entry.record,
+                &op.record,
+                id,
+                op.snapshot.as_deref(),
+            ))
+        }
+    };
     let since =
         encoded.as_ref().map(|e: &EncodedRecord| i64::try_from(e.next.since_snapshot).unwrap_or(i64::MAX));
     let wf = if let Some((seq, _, _, _)) = row {
@@ -337,6 +352,7 @@ pub(crate) fn acquire_row(
         .and_then(|mut s| s.query_row(params![id, cached_version], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .map_err(sql(id))?;
     let Some((version, record)) = row else { return Ok(AcquireRow { stored: None, produced: None }) };
+    let record = record.map(|r| r.resolve(conn, id, version, Tables::Live)).transpose()?;
     let known_fresh = record.is_none() && cached.is_some_and(|(_, not_consumed)| not_consumed);
     let produced = if known_fresh { None } else { produced(conn, id, source, event_id)? };
     Ok(AcquireRow { stored: Some((version, record)), produced })

@@ -166,6 +166,7 @@ pub(crate) fn record<R: DeserializeOwned>(
         .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .map_err(sql(id))?;
     let Some((v, record)) = row else { return Ok(None) };
+    let record = record.resolve(conn, id, v, tables)?;
     Ok(Some(Stored { record: record.decode(id, v)?, version: version(id, v)? }))
 }
 
@@ -197,7 +198,7 @@ pub(crate) fn produced(
 
 /// The record of `id` at `version`, rebuilt from the latest snapshot at or before it and the
 /// deltas after it; `None` when there is no journal row at `version`.
-fn record_at(
+pub(crate) fn record_at(
     conn: &Connection,
     id: &str,
     version: i64,

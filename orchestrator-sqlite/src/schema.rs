@@ -423,7 +423,7 @@ fn encode_records(conn: &Connection) -> rusqlite::Result<()> {
             .collect::<Result<_, _>>()?;
         let mut update = conn.prepare(&format!("UPDATE {table} SET record = ?2 WHERE rowid = ?1"))?;
         for (rowid, id, json) in rows {
-            update.execute(rusqlite::params![rowid, crate::record_column::encode(&json, &id)])?;
+            update.execute(rusqlite::params![rowid, crate::record_column::snapshot(&json, &id)])?;
         }
     }
     Ok(())
@@ -941,7 +941,7 @@ mod tests {
             conn.execute(
                 "INSERT INTO workflows (seq, id, version, record, source, created_at_ms, updated_at_ms, status, \
                  execution_id, meta, wake_at_ms) VALUES (?1, ?2, 3, ?3, 's', ?1, ?1, 'waiting', 'x', '{}', 9)",
-                rusqlite::params![seq, id, crate::record_column::encode(&json!({ "n": seq }).to_string(), id)],
+                rusqlite::params![seq, id, crate::record_column::snapshot(&json!({ "n": seq }).to_string(), id)],
             )
             .unwrap();
             conn.execute(

@@ -219,7 +219,9 @@ pub(crate) fn write_op<R: Serialize>(
     };
     Ok(ops::WriteOp {
         id: id.to_owned(),
-        stored_record: record_column::encode(&record, id),
+        stored_record: record_column::encode(&record, id, entry.is_some()),
+        // A first write's journal row is a snapshot: made here rather than on the writer thread.
+        snapshot: (entry.is_some() && prev.is_none()).then(|| record_column::snapshot(&record, id)),
         record,
         prev,
         lease: lease.map(|(id, token)| (id.to_owned(), token)),
