@@ -66,9 +66,10 @@
 //! come when the deltas since the last one reach the record's size, so a workflow's journal grows
 //! with what changed, not with its record times its steps), and its consumed and produced events
 //! as one deflated value; a consumed event is found again by a hash of its `(source, id)`, checked
-//! against the row's events. The latest record stays whole in the workflow's row, in the
-//! journal's snapshot encoding (schema 12). A two-step workflow with its full journal takes about
-//! 2.1 KB of the file (BENCHMARKS.md). A row that cannot be
+//! against the row's events. The latest record is stored once: in its journal row, from which a
+//! read rebuilds it (the record cache spares most reads), or, after a write without a journal
+//! entry, in the workflow's row in the journal's snapshot encoding. A two-step workflow with its
+//! full journal takes about 2 KB of the file (BENCHMARKS.md). A row that cannot be
 //! decoded gives a permanent `MemoryError::Backend` with a [`SqliteError::Decode`] (or, for a
 //! corrupt journal value, [`SqliteError::Journal`]) cause; a busy database, a full disk or an I/O
 //! error a transient one (see [`SqliteError::is_transient`]).

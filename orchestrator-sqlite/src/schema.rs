@@ -587,6 +587,18 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenErro
 mod tests {
     use super::*;
 
+    /// A database file at schema `version` (its first migrations run), with its directory.
+    fn database_at(version: usize) -> (tempfile::TempDir, std::path::PathBuf, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("v{version}.db"));
+        let conn = Connection::open(&path).unwrap();
+        for step in &MIGRATIONS[..version] {
+            conn.execute_batch(step).unwrap();
+        }
+        conn.pragma_update(None, "user_version", i64::try_from(version).unwrap()).unwrap();
+        (dir, path, conn)
+    }
+
     #[test]
     fn a_version_1_journal_is_carried_over_to_integer_keys() {
         let dir = tempfile::tempdir().unwrap();
@@ -632,13 +644,7 @@ mod tests {
 
     #[test]
     fn version_6_fills_the_workflow_index_of_existing_rows() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("v5.db");
-        let mut conn = Connection::open(&path).unwrap();
-        for step in &MIGRATIONS[..5] {
-            conn.execute_batch(step).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 5).unwrap();
+        let (_dir, path, mut conn) = database_at(5);
         let subject = orchestrator::subject::Subject::builder("arvo.orc.v6", "1.2.0", "com.v6.client")
             .execution_id("e-6")
             .meta("tenant", "acme")
@@ -701,13 +707,7 @@ mod tests {
 
     #[test]
     fn version_5_fills_the_consumed_source_from_the_stored_event() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("v4.db");
-        let mut conn = Connection::open(&path).unwrap();
-        for step in &MIGRATIONS[..4] {
-            conn.execute_batch(step).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 4).unwrap();
+        let (_dir, path, mut conn) = database_at(4);
         conn.execute_batch(
             "INSERT INTO workflows (seq, id, version, record, source, created_at_ms, updated_at_ms, wake_at_ms) \
                  VALUES (1, 'wf', 3, '\"c\"', 's', 0, 0, 7);
@@ -760,13 +760,7 @@ mod tests {
         use orchestrator::memory::JournalRecord;
         use serde_json::{Value, json};
 
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("v9.db");
-        let mut conn = Connection::open(&path).unwrap();
-        for step in &MIGRATIONS[..9] {
-            conn.execute_batch(step).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 9).unwrap();
+        let (_dir, path, mut conn) = database_at(9);
         conn.execute(
             "INSERT INTO workflows (seq, id, version, record, source, created_at_ms, updated_at_ms) \
              VALUES (1, 'wf', 40, '{}', 's', 0, 0), (2, 'bad', 1, '{}', 's', 0, 0)",
@@ -863,17 +857,12 @@ mod tests {
             .unwrap();
         assert_eq!(tables, 0, "the old tables are gone");
     }
+
     #[test]
     fn version_12_encodes_the_latest_records_and_reads_the_same_ones() {
         use serde_json::{Value, json};
 
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("v11.db");
-        let mut conn = Connection::open(&path).unwrap();
-        for step in &MIGRATIONS[..11] {
-            conn.execute_batch(step).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 11).unwrap();
+        let (_dir, path, mut conn) = database_at(11);
         let record =
             |n: i64| json!({ "subject": "wf", "state": { "context": { "n": n, "text": "x".repeat(200) } } });
         for n in 1..=3 {
@@ -926,17 +915,12 @@ mod tests {
             crate::reads::record::<Value>(&conn, "wf-1", crate::reads::Tables::Live).unwrap().unwrap();
         assert_eq!(stored.record, record(9));
     }
+
     #[test]
     fn version_16_rebuilds_the_workflows_without_the_unique_id_index() {
         use serde_json::{Value, json};
 
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("v15.db");
-        let mut conn = Connection::open(&path).unwrap();
-        for step in &MIGRATIONS[..15] {
-            conn.execute_batch(step).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 15).unwrap();
+        let (_dir, path, mut conn) = database_at(15);
         for (seq, id) in [(1, "wf-a"), (2, "one-0123456789abcdef"), (7, "two-0123456789abcdef")] {
             conn.execute(
                 "INSERT INTO workflows (seq, id, version, record, source, created_at_ms, updated_at_ms, status, \
