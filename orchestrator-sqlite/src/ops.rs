@@ -58,7 +58,7 @@ pub(crate) struct WriteOp {
 /// see [`orchestrator::memory::journal_codec`]).
 pub(crate) struct EntryRow {
     pub(crate) at_ms: i64,
-    /// The consumed event's id and source (its identity).
+    /// The hash of the consumed event's identity (see [`crate::consumed_key`]).
     pub(crate) consumed_key: Option<i64>,
     /// The consumed and produced events ([`orchestrator::memory::journal_codec::encode_events`]).
     pub(crate) events: Vec<u8>,
@@ -169,7 +169,8 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
             // A parent learnt (or changed) after the first write moves the root with it.
             "UPDATE workflows SET version = ?2, record = ?3, \
              root = CASE WHEN ?4 AND ?5 IS NOT parent_subject \
-                 THEN COALESCE((SELECT COALESCE(p.root, p.id) FROM workflows p WHERE substr(p.id, -16) = substr(?5, -16) AND p.id = ?5), ?5) \
+                 THEN COALESCE((SELECT COALESCE(p.root, p.id) FROM workflows p \
+                     WHERE substr(p.id, -16) = substr(?5, -16) AND p.id = ?5), ?5) \
                  ELSE root END, \
              parent_subject = CASE WHEN ?4 THEN ?5 ELSE parent_subject END, \
              initiator = CASE WHEN ?6 THEN ?7 ELSE initiator END, \
@@ -205,7 +206,8 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
              created_at_ms, updated_at_ms, status, root, orchestrator_version, execution_id, meta, \
              journal_tail, journal_since) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, \
-                     COALESCE((SELECT COALESCE(p.root, p.id) FROM workflows p WHERE substr(p.id, -16) = substr(?4, -16) AND p.id = ?4), ?4), ?10, ?11, ?12, \
+                     COALESCE((SELECT COALESCE(p.root, p.id) FROM workflows p \
+                         WHERE substr(p.id, -16) = substr(?4, -16) AND p.id = ?4), ?4), ?10, ?11, ?12, \
                      CASE WHEN ?13 IS NOT NULL THEN ?2 END, COALESCE(?13, 0))",
         )
         .and_then(|mut s| {
@@ -347,7 +349,8 @@ pub(crate) fn acquire_row(
     let cached_version = cached.and_then(|(v, _)| i64::try_from(v).ok());
     let row: Option<(i64, Option<RecordColumn>)> = conn
         .prepare_cached(
-            "SELECT version, CASE WHEN version IS ?2 THEN NULL ELSE record END FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1",
+            "SELECT version, CASE WHEN version IS ?2 THEN NULL ELSE record END FROM workflows \
+             WHERE substr(id, -16) = substr(?1, -16) AND id = ?1",
         )
         .and_then(|mut s| s.query_row(params![id, cached_version], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .map_err(sql(id))?;
@@ -372,7 +375,8 @@ pub(crate) fn produced(
         .prepare_cached(
             // Without statistics the planner would rather scan the workflow's journal by version.
             "SELECT j.version, j.events FROM journal j INDEXED BY journal_consumed \
-             WHERE j.wf = (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1) AND j.consumed_key = ?2 ORDER BY j.version",
+             WHERE j.wf = (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1) \
+             AND j.consumed_key = ?2 ORDER BY j.version",
         )
         .and_then(|mut s| {
             s.query_map(params![id, consumed_key(key)], |r| Ok((r.get(0)?, r.get(1)?)))?.collect()
@@ -446,8 +450,11 @@ pub(crate) fn cleanup(
 }
 
 fn remove(conn: &Connection, id: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached("DELETE FROM journal WHERE wf = (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1)")?
-        .execute([id])?;
+    conn.prepare_cached(
+        "DELETE FROM journal WHERE wf = \
+         (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1)",
+    )?
+    .execute([id])?;
     conn.prepare_cached("DELETE FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1")?
         .execute([id])?;
     Ok(())
@@ -475,7 +482,8 @@ fn archive(conn: &Connection, id: &str, now: i64) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO journal_archive (id, version, at_ms, consumed_key, events, record) \
          SELECT ?1, version, at_ms, consumed_key, events, record FROM journal \
-         WHERE wf = (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1) ORDER BY version",
+         WHERE wf = (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1) \
+         ORDER BY version",
     )?
     .execute([id])?;
     remove(conn, id)

@@ -130,7 +130,8 @@ impl Tables {
         match self {
             Self::Live => {
                 "SELECT j.version, j.at_ms, j.events, j.record \
-                 FROM journal j WHERE j.wf = (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1) \
+                 FROM journal j WHERE j.wf = \
+                 (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1) \
                  AND j.version > ?2 ORDER BY j.version LIMIT ?3"
             }
             Self::Archive => {
@@ -144,7 +145,8 @@ impl Tables {
     fn records_down(self) -> &'static str {
         match self {
             Self::Live => {
-                "SELECT j.version, j.record FROM journal j WHERE j.wf = (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1) \
+                "SELECT j.version, j.record FROM journal j WHERE j.wf = \
+                 (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1) \
                  AND j.version <= ?2 ORDER BY j.version DESC"
             }
             Self::Archive => {
@@ -294,7 +296,8 @@ pub(crate) fn entry<R: DeserializeOwned>(
     let Some(decoder) = record_at(conn, id, version, Tables::Live)? else { return Ok(None) };
     let row: Option<(i64, Vec<u8>)> = conn
         .prepare_cached(
-            "SELECT j.at_ms, j.events FROM journal j WHERE j.wf = (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1) AND j.version = ?2",
+            "SELECT j.at_ms, j.events FROM journal j WHERE j.wf = \
+             (SELECT seq FROM workflows WHERE substr(id, -16) = substr(?1, -16) AND id = ?1) AND j.version = ?2",
         )
         .and_then(|mut s| s.query_row(params![id, version], |r| Ok((r.get(0)?, r.get(1)?))).optional())
         .map_err(sql(id))?;

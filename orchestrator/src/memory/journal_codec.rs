@@ -21,7 +21,8 @@
 //!
 //! Every encoded value starts with one tag byte: bit 0 says delta (1) or snapshot (0), bit 1
 //! says deflated, bit 2 (only with bit 1) says which preset dictionary (bit 2 set: the second,
-//! which adds the keys of a workflow record; what this version writes); the other bits are zero. Decoding never panics: corrupt bytes give a
+//! which adds the keys of a workflow record; what this version writes); the other bits are
+//! zero. Decoding never panics: corrupt bytes give a
 //! [`CodecError`]. The store keeps per workflow the version of its last journal row and the
 //! delta bytes written since its last snapshot (the [`RecordEncoder`] state) and, by the rows'
 //! tags, finds the snapshot to start from when reading.
