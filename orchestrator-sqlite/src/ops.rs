@@ -146,7 +146,7 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
                             .ok()
                             .flatten()
                             .and_then(|decoder| decoder.current().cloned()),
-                        stored => stored.value(id, *v).ok().flatten(),
+                        stored => stored.decode::<serde_json::Value>(id, *v).ok(),
                     };
                     (previous, *since)
                 }

@@ -11,8 +11,6 @@
 //! Rows written before schema 12 held the JSON text; migration 12 re-encodes them, and a text
 //! value still reads.
 
-use std::borrow::Cow;
-
 use orchestrator::memory::MemoryError;
 use orchestrator::memory::journal_codec;
 use rusqlite::Connection;
@@ -70,20 +68,6 @@ impl RecordColumn {
                 },
             )),
         }
-    }
-
-    /// The record as a JSON value (`None` for [`RecordColumn::InJournal`], not resolved).
-    pub(crate) fn value(&self, id: &str, version: i64) -> Result<Option<serde_json::Value>, MemoryError> {
-        let json = match self {
-            Self::InJournal => return Ok(None),
-            Self::Rebuilt(value) => return Ok(Some(value.clone())),
-            Self::Text(text) => Cow::Borrowed(text.as_bytes()),
-            Self::Encoded(bytes) => journal_codec::decode_snapshot(bytes, id)
-                .map_err(|e| journal_error(id, "record", version, e))?,
-        };
-        serde_json::from_slice(&json)
-            .map(Some)
-            .map_err(|source| backend(id, SqliteError::Decode { what: "record", version, source }))
     }
 
     /// The record of workflow `id`, whose row is at `version`, decoded (after
