@@ -587,6 +587,11 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), OpenErro
 mod tests {
     use super::*;
 
+    /// The values of a one-column query.
+    fn column<T: rusqlite::types::FromSql>(conn: &Connection, sql: &str) -> Vec<T> {
+        conn.prepare(sql).unwrap().query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap()
+    }
+
     /// A database file at schema `version` (its first migrations run), with its directory.
     fn database_at(version: usize) -> (tempfile::TempDir, std::path::PathBuf, Connection) {
         let dir = tempfile::tempdir().unwrap();
@@ -719,13 +724,7 @@ mod tests {
         .unwrap();
         migrate(&mut conn, &path).unwrap();
         // Version 14 keeps the identity as its hash.
-        let sources: Vec<Option<i64>> = conn
-            .prepare("SELECT consumed_key FROM journal ORDER BY version")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let sources: Vec<Option<i64>> = column(&conn, "SELECT consumed_key FROM journal ORDER BY version");
         assert_eq!(
             sources,
             [
@@ -935,13 +934,8 @@ mod tests {
             .unwrap();
         }
         migrate(&mut conn, &path).unwrap();
-        let names: Vec<String> = conn
-            .prepare("SELECT name FROM sqlite_schema WHERE tbl_name = 'workflows' ORDER BY name")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let names: Vec<String> =
+            column(&conn, "SELECT name FROM sqlite_schema WHERE tbl_name = 'workflows' ORDER BY name");
         assert!(!names.iter().any(|n| n.starts_with("sqlite_autoindex")), "{names:?}");
         for name in ["workflows_id", "workflows_wake", "workflows_root_created", "workflows_meta_gone"] {
             assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
@@ -956,13 +950,7 @@ mod tests {
         assert_eq!(kept, 3, "rebuilding the table deleted no meta (dropping a table fires no trigger)");
         conn.execute("DELETE FROM workflows WHERE substr(id, -16) = substr('one-0123456789abcdef', -16) AND id = 'one-0123456789abcdef'", [])
             .unwrap();
-        let left: Vec<String> = conn
-            .prepare("SELECT value FROM workflow_meta ORDER BY wf")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let left: Vec<String> = column(&conn, "SELECT value FROM workflow_meta ORDER BY wf");
         assert_eq!(left, ["wf-a", "two-0123456789abcdef"], "the trigger still deletes a workflow's meta");
     }
 }
