@@ -1,10 +1,13 @@
 //! Arvo orchestration subjects: `base64(zlib(JSON))` of
 //! `{"orchestrator":{"name","version"},"execution":{"id","initiator","domain"},"meta":{…}}`.
 //!
-//! Byte-compatible with arvo-core: the JSON is written in arvo-core's key order (including
-//! JavaScript's ordering of integer-like `meta` keys), deflated with zlib at the default level
-//! (as pako does) and encoded as padded standard base64. Subjects written by arvo-core 2.x, which
-//! lack `execution.domain`, parse with a `None` domain.
+//! Compatible with arvo-core both ways: the JSON is written byte for byte as arvo-core writes it
+//! (its key order, including JavaScript's ordering of integer-like `meta` keys), compressed into
+//! a zlib stream and encoded as padded standard base64; arvo-core parses these subjects, and any
+//! subject arvo-core writes parses here. The compressed bytes are not pako's: a compressor made
+//! for inputs this short (see `zlib.rs`) gives streams as small as zlib's at a fraction of the
+//! cost, and any inflater reads them. Subjects written by arvo-core 2.x, which lack
+//! `execution.domain`, parse with a `None` domain.
 //!
 //! A [`Subject`] keeps the encoded string next to its parsed content and clones in O(1), so a
 //! subject is parsed once per execution and then shared.
@@ -33,6 +36,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::field_error::{FieldError, FieldErrors};
 use crate::{rules, semver};
+
+mod zlib;
 
 /// Largest inflated subject JSON accepted by [`Subject::parse`] (guards against deflate bombs).
 pub const MAX_SUBJECT_JSON_BYTES: u64 = 64 * 1024;
@@ -377,32 +382,9 @@ impl SubjectBuilder {
     }
 }
 
-/// zlib-deflates (default level, as pako) and base64-encodes a subject JSON text.
+/// Compresses a subject JSON text into a zlib stream and base64-encodes it.
 fn encode(json: &str) -> String {
-    thread_local! {
-        // zlib's deflate state is ~256 KiB; allocating and zeroing it per subject costs more than
-        // compressing, so each thread keeps one and resets it (same settings, same bytes).
-        static DEFLATE: std::cell::RefCell<flate2::Compress> =
-            std::cell::RefCell::new(flate2::Compress::new(flate2::Compression::default(), true));
-    }
-    let compressed = DEFLATE.with(|cell| {
-        let mut deflate = cell.borrow_mut();
-        deflate.reset();
-        let mut out = Vec::with_capacity(json.len() / 2 + 64);
-        loop {
-            let consumed = usize::try_from(deflate.total_in()).unwrap_or(usize::MAX).min(json.len());
-            match deflate.compress_vec(&json.as_bytes()[consumed..], &mut out, flate2::FlushCompress::Finish)
-            {
-                Ok(flate2::Status::StreamEnd) => break,
-                Ok(_) => out.reserve(out.capacity().max(64)),
-                // Deflating in memory only fails on API misuse; an empty result would then fail
-                // to parse rather than be mistaken for a subject.
-                Err(_) => return Vec::new(),
-            }
-        }
-        out
-    });
-    BASE64.encode(compressed)
+    BASE64.encode(zlib::compress(json.as_bytes()))
 }
 
 fn decode(encoded: &str) -> Result<SubjectContent, SubjectError> {
