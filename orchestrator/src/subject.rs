@@ -211,6 +211,9 @@ pub struct Subject(Arc<Inner>);
 struct Inner {
     encoded: String,
     content: SubjectContent,
+    /// Whether `encoded` is made of base64 characters only, so that it is an encoded URI as it is
+    /// (an event's subject must be): true for every subject [`Subject::create`] makes.
+    uri_safe: bool,
 }
 
 impl Subject {
@@ -218,7 +221,8 @@ impl Subject {
     pub fn parse(encoded: &str) -> Result<Self, SubjectError> {
         let content = decode(encoded)?;
         FieldErrors::check("orchestration subject", content.violations())?;
-        Ok(Self(Arc::new(Inner { encoded: encoded.to_owned(), content })))
+        let uri_safe = encoded.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
+        Ok(Self(Arc::new(Inner { encoded: encoded.to_owned(), content, uri_safe })))
     }
 
     /// True when [`Subject::parse`] would accept `encoded`.
@@ -230,7 +234,7 @@ impl Subject {
     pub fn create(content: SubjectContent) -> Result<Self, SubjectError> {
         FieldErrors::check("orchestration subject", content.violations())?;
         let encoded = encode(&content.to_arvo_json());
-        Ok(Self(Arc::new(Inner { encoded, content })))
+        Ok(Self(Arc::new(Inner { encoded, content, uri_safe: true })))
     }
 
     /// Starts a new root subject (arvo-core's `new`): a fresh uuid v4 execution id, no meta.
@@ -267,6 +271,13 @@ impl Subject {
     /// The encoded subject string (what travels in `event.subject`).
     pub fn as_str(&self) -> &str {
         &self.0.encoded
+    }
+
+    /// Whether [`as_str`](Self::as_str) is made of base64 characters only, so that an event can
+    /// carry it without checking it against the URI rule again (a subject parsed from a string
+    /// with, say, surrounding spaces is still checked).
+    pub(crate) fn is_uri_safe(&self) -> bool {
+        self.0.uri_safe
     }
 
     /// The decoded content.

@@ -233,6 +233,11 @@ impl EventBuilder {
     /// Applies the defaults, checks every rule and returns the event, or every broken rule.
     pub fn build(self) -> Result<Event, EventError> {
         let encode_uris = self.encode_uris;
+        // A parsed orchestration subject's base64 string is an encoded URI as it is.
+        let subject_is_uri = matches!(
+            (&self.parsed_subject, &self.subject),
+            (Some(parsed), Some(subject)) if parsed.is_uri_safe() && parsed.as_str() == subject
+        );
         let encode = |v: Option<String>| -> Option<String> {
             match v {
                 // Encoding only changes a value that is not a valid encoded URI already.
@@ -252,7 +257,7 @@ impl EventBuilder {
                 to => to.or_else(|| self.r#type.clone()),
             }),
             r#type: self.r#type,
-            subject: encode(self.subject),
+            subject: if subject_is_uri { self.subject } else { encode(self.subject) },
             datacontenttype: Some(self.datacontenttype.unwrap_or_else(|| ARVO_CONTENT_TYPE.to_owned())),
             dataschema: encode(self.dataschema),
             data: None,
@@ -264,6 +269,8 @@ impl EventBuilder {
             tracestate: self.tracestate,
             parentid: encode(self.parentid),
             domain: self.domain,
+            uris_encoded: encode_uris,
+            subject_is_uri,
             ..Draft::default()
         };
         match self.data {
@@ -337,6 +344,27 @@ mod tests {
         assert_eq!(e.source(), "x%20y");
         let err = base().subject("a b").build().unwrap_err();
         assert_eq!(err.field_errors()[0].field, "subject");
+    }
+
+    #[test]
+    fn encoded_uri_fields_are_still_checked_for_emptiness() {
+        let err = base().source("").encode_uris(true).build().unwrap_err();
+        assert_eq!(err.field_errors()[0].field, "source");
+        assert_eq!(err.field_errors()[0].rule, "must be a non-empty string");
+    }
+
+    #[test]
+    fn a_parsed_subject_is_checked_unless_it_is_plain_base64() {
+        use crate::subject::Subject;
+        let made = Subject::builder("arvo.orc.test", "1.0.0", "com.test.client").build().unwrap();
+        let e = base().orchestration_subject(&made).build().unwrap();
+        assert_eq!(e.subject(), made.as_str());
+        // Parsing trims the string but keeps it as received: with its spaces, it is no URI.
+        let spaced = Subject::parse(&format!(" {} ", made.as_str())).unwrap();
+        let err = base().orchestration_subject(&spaced).build().unwrap_err();
+        assert_eq!(err.field_errors()[0].field, "subject");
+        let e = base().orchestration_subject(&spaced).encode_uris(true).build().unwrap();
+        assert_eq!(e.subject(), format!("%20{}%20", made.as_str()));
     }
 
     #[test]

@@ -135,6 +135,11 @@ pub(super) struct Draft {
     pub extensions: IndexMap<String, ExtensionValue>,
     /// Type errors found while reading the fields.
     pub errors: Vec<FieldError>,
+    /// The URI fields (`source`, `subject`, `dataschema`, `to`, `redirectto`) went through
+    /// [`uri::encode_uri_once`], so each is an encoded URI already (only emptiness is checked).
+    pub uris_encoded: bool,
+    /// The subject is a parsed orchestration subject's base64 string, an encoded URI as it is.
+    pub subject_is_uri: bool,
 }
 
 impl Draft {
@@ -251,7 +256,7 @@ impl Draft {
             ));
         }
         if let Some(s) = &source {
-            uri_field(&mut errors, "source", s);
+            uri_field(&mut errors, "source", s, self.uris_encoded);
         }
         if let Some(v) = &specversion
             && v != SPEC_VERSION
@@ -264,7 +269,7 @@ impl Draft {
             errors.push(FieldError::new("type", rules::REVERSE_DNS_RULE, Some(t)));
         }
         if let Some(s) = &subject {
-            uri_field(&mut errors, "subject", s);
+            uri_field(&mut errors, "subject", s, self.uris_encoded || self.subject_is_uri);
         }
         if !datacontenttype.contains("application/cloudevents+json")
             && !datacontenttype.contains("application/json")
@@ -276,10 +281,10 @@ impl Draft {
             ));
         }
         if let Some(v) = &self.dataschema {
-            uri_field(&mut errors, "dataschema", v);
+            uri_field(&mut errors, "dataschema", v, self.uris_encoded);
         }
         match &self.to {
-            Some(v) => uri_field(&mut errors, "to", v),
+            Some(v) => uri_field(&mut errors, "to", v, self.uris_encoded),
             None if datacontenttype == ARVO_CONTENT_TYPE => errors.push(FieldError::new(
                 "to",
                 "is required when datacontenttype is Arvo's content type",
@@ -291,7 +296,7 @@ impl Draft {
             non_empty(&mut errors, "accesscontrol", v);
         }
         if let Some(v) = &self.redirectto {
-            uri_field(&mut errors, "redirectto", v);
+            uri_field(&mut errors, "redirectto", v, self.uris_encoded);
         }
         for (field, value) in [
             ("traceparent", &self.traceparent),
@@ -389,10 +394,11 @@ fn non_empty(errors: &mut Vec<FieldError>, field: &'static str, value: &str) {
     }
 }
 
-fn uri_field(errors: &mut Vec<FieldError>, field: &'static str, value: &str) {
+/// Checks a URI field: non-empty, and an encoded URI unless `known_uri` (the value was made one).
+fn uri_field(errors: &mut Vec<FieldError>, field: &'static str, value: &str, known_uri: bool) {
     if value.is_empty() {
         errors.push(FieldError::new(field, "must be a non-empty string", Some(value)));
-    } else if !uri::is_valid_uri(value) {
+    } else if !known_uri && !uri::is_valid_uri(value) {
         errors.push(FieldError::new(
             field,
             "must be a properly encoded URI (value == encodeURI(decodeURI(value)))",

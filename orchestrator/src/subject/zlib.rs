@@ -62,6 +62,9 @@ pub(super) fn compress(input: &[u8]) -> Vec<u8> {
 #[derive(Default)]
 struct Scratch {
     tokens: Vec<Token>,
+    /// The literal/length and distance symbols the tokens use, each once.
+    used_literals: Vec<u16>,
+    used_distances: Vec<u16>,
     table: Vec<u32>,
     huffman: HuffmanScratch,
     ops: Vec<LengthOp>,
@@ -70,14 +73,19 @@ struct Scratch {
 impl Scratch {
     fn compress(&mut self, input: &[u8]) -> Vec<u8> {
         let counts = self.tokenize(input);
-        let literal = Code::<LITERALS>::for_counts(&counts.literal, 15, &mut self.huffman);
-        let distance = Code::<DISTANCES>::for_counts(&counts.distance, 15, &mut self.huffman);
+        let (used_literals, used_distances) = (&self.used_literals[..], &self.used_distances[..]);
+        let literal = Code::<LITERALS>::for_counts(&counts.literal, used_literals, 15, &mut self.huffman);
+        let distance = Code::<DISTANCES>::for_counts(&counts.distance, used_distances, 15, &mut self.huffman);
         let header = DynamicHeader::new(&literal, &distance, &mut self.ops, &mut self.huffman);
-        let dynamic_bits = header.bits(&self.ops) + counts.body_bits(&literal, &distance);
+        let body_bits = |literal: &Code<LITERALS>, distance: &Code<DISTANCES>| {
+            body_bits(&counts.literal, used_literals, literal)
+                + body_bits(&counts.distance, used_distances, distance)
+        };
+        let dynamic_bits = header.bits(&self.ops) + body_bits(&literal, &distance);
 
         let mut bits = BitWriter { out: Vec::with_capacity(input.len() / 2 + 64), acc: 0, len: 0 };
         bits.out.extend_from_slice(&HEADER);
-        if dynamic_bits < counts.body_bits(&FIXED.literal, &FIXED.distance) {
+        if dynamic_bits < body_bits(&FIXED.literal, &FIXED.distance) {
             bits.put(1, 1); // BFINAL: the only block
             bits.put(2, 2); // BTYPE 10: dynamic Huffman codes
             header.write(&self.ops, &mut bits);
@@ -97,6 +105,15 @@ impl Scratch {
         let mut counts = Counts { literal: [0; LITERALS], distance: [0; DISTANCES] };
         let tokens = &mut self.tokens;
         tokens.clear();
+        let (used_literals, used_distances) = (&mut self.used_literals, &mut self.used_distances);
+        used_literals.clear();
+        used_distances.clear();
+        let count = |counts: &mut [u32], used: &mut Vec<u16>, symbol: usize| {
+            if counts[symbol] == 0 {
+                used.push(symbol as u16);
+            }
+            counts[symbol] += 1;
+        };
         let table_bits = (usize::BITS - input.len().max(64).leading_zeros()).min(MAX_TABLE_BITS);
         // Each entry holds a position + 1 (0: empty), truncated past 4 GiB: a candidate is only a
         // hint, checked against the input before it is used.
@@ -130,8 +147,8 @@ impl Scratch {
             if length >= MIN_MATCH {
                 // Both fit: length ≤ 258, distance ≤ 32768.
                 let token = Token::Match { length: length as u16, distance: (at - from) as u16 };
-                counts.literal[257 + length_symbol(length as u16)] += 1;
-                counts.distance[distance_symbol((at - from) as u16)] += 1;
+                count(&mut counts.literal, used_literals, 257 + length_symbol(length as u16));
+                count(&mut counts.distance, used_distances, distance_symbol((at - from) as u16));
                 tokens.push(token);
                 // Index the positions the match covers, so later text can refer to them.
                 for inside in at + 1..(at + length).min(last_hashed) {
@@ -139,12 +156,12 @@ impl Scratch {
                 }
                 at += length;
             } else {
-                counts.literal[usize::from(input[at])] += 1;
+                count(&mut counts.literal, used_literals, usize::from(input[at]));
                 tokens.push(Token::Literal(input[at]));
                 at += 1;
             }
         }
-        counts.literal[END_OF_BLOCK] = 1;
+        count(&mut counts.literal, used_literals, END_OF_BLOCK);
         counts
     }
 }
@@ -162,14 +179,11 @@ struct Counts {
     distance: [u32; DISTANCES],
 }
 
-impl Counts {
-    /// The bits the tokens take with these codes, not counting extra bits (the same with any code).
-    fn body_bits(&self, literal: &Code<LITERALS>, distance: &Code<DISTANCES>) -> u64 {
-        fn cost<const N: usize>(counts: &[u32; N], code: &Code<N>) -> u64 {
-            counts.iter().zip(&code.lengths).map(|(&n, &bits)| u64::from(n) * u64::from(bits)).sum()
-        }
-        cost(&self.literal, literal) + cost(&self.distance, distance)
-    }
+/// The bits the `used` symbols take with `code`, not counting extra bits (the same with any code).
+fn body_bits<const N: usize>(counts: &[u32; N], used: &[u16], code: &Code<N>) -> u64 {
+    used.iter()
+        .map(|&symbol| u64::from(counts[usize::from(symbol)]) * u64::from(code.lengths[usize::from(symbol)]))
+        .sum()
 }
 
 fn write_tokens(
@@ -254,14 +268,12 @@ impl<const N: usize> Code<N> {
     /// A Huffman code for these frequencies, no code longer than `max_bits`. Fewer than two used
     /// symbols still get two codes of one bit, as zlib writes them (inflaters reject some
     /// one-symbol codes).
-    fn for_counts(counts: &[u32; N], max_bits: u8, scratch: &mut HuffmanScratch) -> Self {
+    fn for_counts(counts: &[u32; N], used: &[u16], max_bits: u8, scratch: &mut HuffmanScratch) -> Self {
         let mut lengths = [0u8; N];
         let leaves = &mut scratch.leaves;
         leaves.clear();
         leaves.extend(
-            (0..N)
-                .filter(|&symbol| counts[symbol] > 0)
-                .map(|symbol| u64::from(counts[symbol]) << 16 | symbol as u64),
+            used.iter().map(|&symbol| u64::from(counts[usize::from(symbol)]) << 16 | u64::from(symbol)),
         );
         if leaves.len() < 2 {
             let first = leaves.first().map_or(0, |&leaf| symbol_of(leaf));
@@ -402,16 +414,21 @@ impl DynamicHeader {
         let used = |lengths: &[u8]| lengths.iter().rposition(|&n| n > 0).map_or(0, |last| last + 1);
         let literal_count = used(&literal.lengths).max(257);
         let distance_count = used(&distance.lengths).max(1);
+        let mut all = [0u8; LITERALS + DISTANCES];
+        all[..literal_count].copy_from_slice(&literal.lengths[..literal_count]);
+        all[literal_count..literal_count + distance_count]
+            .copy_from_slice(&distance.lengths[..distance_count]);
         ops.clear();
-        run_lengths(
-            literal.lengths[..literal_count].iter().chain(&distance.lengths[..distance_count]).copied(),
-            ops,
-        );
+        run_lengths(&all[..literal_count + distance_count], ops);
         let mut op_counts = [0u32; CODE_LENGTHS];
+        let mut used = Vec::with_capacity(CODE_LENGTHS);
         for op in ops.iter() {
+            if op_counts[usize::from(op.symbol)] == 0 {
+                used.push(u16::from(op.symbol));
+            }
             op_counts[usize::from(op.symbol)] += 1;
         }
-        let length_code = Code::for_counts(&op_counts, 7, scratch);
+        let length_code = Code::for_counts(&op_counts, &used, 7, scratch);
         let length_code_count = CODE_LENGTH_ORDER
             .iter()
             .rposition(|&symbol| length_code.lengths[symbol] > 0)
@@ -445,13 +462,12 @@ impl DynamicHeader {
 }
 
 /// Appends the code lengths to `ops` as run-length instructions.
-fn run_lengths(lengths: impl Iterator<Item = u8>, ops: &mut Vec<LengthOp>) {
-    let mut lengths = lengths.peekable();
-    while let Some(length) = lengths.next() {
-        let mut run = 1;
-        while lengths.next_if_eq(&length).is_some() {
-            run += 1;
-        }
+fn run_lengths(lengths: &[u8], ops: &mut Vec<LengthOp>) {
+    let mut at = 0;
+    while at < lengths.len() {
+        let length = lengths[at];
+        let mut run = lengths[at..].iter().position(|&n| n != length).unwrap_or(lengths.len() - at);
+        at += run;
         if length == 0 {
             while run >= 11 {
                 let repeat = run.min(138);
@@ -487,18 +503,18 @@ impl BitWriter {
     fn put(&mut self, value: u32, count: u32) {
         self.acc |= u64::from(value) << self.len;
         self.len += count;
-        while self.len >= 8 {
-            self.out.push(self.acc as u8);
-            self.acc >>= 8;
-            self.len -= 8;
+        // Fewer than 32 bits were pending, so at most 63 are now: flush four bytes at a time.
+        if self.len >= 32 {
+            self.out.extend_from_slice(&(self.acc as u32).to_le_bytes());
+            self.acc >>= 32;
+            self.len -= 32;
         }
     }
 
     /// Pads the last byte with zero bits and returns the bytes.
     fn finish(mut self) -> Vec<u8> {
-        if self.len > 0 {
-            self.out.push(self.acc as u8);
-        }
+        let bytes = self.len.div_ceil(8) as usize;
+        self.out.extend_from_slice(&self.acc.to_le_bytes()[..bytes]);
         self.out
     }
 }
@@ -556,13 +572,14 @@ mod tests {
             *count = a;
             (a, b) = (b, a.saturating_add(b));
         }
-        let code = Code::for_counts(&counts, 15, &mut HuffmanScratch::default());
+        let used: Vec<u16> = (0..30).collect();
+        let code = Code::for_counts(&counts, &used, 15, &mut HuffmanScratch::default());
         assert!(code.lengths.iter().all(|&n| (1..=15).contains(&n)), "{:?}", code.lengths);
         // Kraft: a complete prefix code has sum(2^-length) = 1.
         let kraft: u64 = code.lengths.iter().map(|&n| 1u64 << (15 - n)).sum();
         assert_eq!(kraft, 1 << 15);
         // The same with one symbol only: two one-bit codes.
-        let code = Code::for_counts(&[0, 0, 7], 15, &mut HuffmanScratch::default());
+        let code = Code::for_counts(&[0, 0, 7], &[2], 15, &mut HuffmanScratch::default());
         assert_eq!(code.lengths, [1, 0, 1]);
     }
 
