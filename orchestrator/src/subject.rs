@@ -180,6 +180,14 @@ impl SubjectContent {
 }
 
 fn push_json_str(out: &mut String, value: &str) {
+    // JSON.stringify (and serde_json, for valid UTF-8) escapes only quotes, backslashes and
+    // control characters: a string without them is written as it is.
+    if !value.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        out.push('"');
+        out.push_str(value);
+        out.push('"');
+        return;
+    }
     // serde_json escapes exactly the characters JSON.stringify escapes for valid UTF-8 strings.
     let quoted = serde_json::Value::String(value.to_owned()).to_string();
     out.push_str(&quoted);
@@ -493,6 +501,16 @@ mod tests {
         assert!(matches!(Subject::parse("aGVsbG8="), Err(SubjectError::Inflate { .. })));
         assert!(matches!(Subject::parse(&encode("[1,2]")), Err(SubjectError::Json { .. })));
         assert!(matches!(Subject::parse(""), Err(SubjectError::Inflate { .. })));
+    }
+
+    proptest::proptest! {
+        /// The fast path writes what serde_json (JSON.stringify's escaping) writes.
+        #[test]
+        fn json_strings_are_written_as_serde_json_writes_them(value in "(\\PC|[\"\\\\\u{0}-\u{1f}]){0,40}") {
+            let mut out = String::new();
+            push_json_str(&mut out, &value);
+            proptest::prop_assert_eq!(out, serde_json::to_string(&value).unwrap());
+        }
     }
 
     #[test]

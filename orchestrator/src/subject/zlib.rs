@@ -53,10 +53,22 @@ pub(super) fn compress(input: &[u8]) -> Vec<u8> {
         static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
     }
     SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-        Ok(mut scratch) => scratch.compress(input),
+        Ok(mut scratch) => {
+            let out = scratch.compress(input);
+            // An unusually long input (a subject with a large `meta`) does not leave its working
+            // memory behind on the thread.
+            if scratch.tokens.capacity() > KEPT_SCRATCH_TOKENS {
+                *scratch = Scratch::default();
+            }
+            out
+        }
         Err(_) => Scratch::default().compress(input),
     })
 }
+
+/// The most tokens whose working memory a thread keeps between calls (subjects need a few
+/// hundred).
+const KEPT_SCRATCH_TOKENS: usize = 16 * 1024;
 
 /// Working memory kept between calls, so that a call allocates only its output.
 #[derive(Default)]
