@@ -404,13 +404,16 @@ fn arvo_core_accepts_rust_subjects_and_events() {
     );
     assert_eq!(report["checked"]["subjects"], subjects.len());
     assert_eq!(report["checked"]["events"], events.len());
-    // Key order warnings are expected (2.2.13 writes custom extensions after `time`); a subject
-    // whose compressed bytes differ from pako's would only be a warning too: report it.
-    for warning in report["warnings"].as_array().unwrap() {
-        if warning["kind"] == "subject-deflate-bytes" {
-            eprintln!("note: {warning}");
-        }
-    }
+    // Key order warnings are expected (2.2.13 writes custom extensions after `time`). Our subjects'
+    // compressed bytes differ from pako's by design (`orchestrator/src/subject/zlib.rs`), which
+    // verify.mjs reports as a warning: pako inflated them, and the JSON inside was compared above.
+    let recompressed = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "subject-deflate-bytes")
+        .count();
+    eprintln!("note: {recompressed} subjects compress to other bytes with pako (expected)");
 }
 
 /// The check is not vacuous: a tampered document fails, and the failure is reported.
