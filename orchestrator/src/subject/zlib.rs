@@ -617,13 +617,43 @@ mod tests {
 
     #[test]
     fn long_runs_and_far_matches() {
-        // Runs longer than the longest match, and matches near the window's edge.
+        // Runs longer than the longest match; text repeated just inside the window (32,000 bytes
+        // back) and just outside it (40,000 bytes back, which must not be matched).
+        let noise = |n: u32, seed: u32| -> Vec<u8> {
+            (0..n).map(|i| (i.wrapping_add(seed).wrapping_mul(2_654_435_761) >> 24) as u8).collect()
+        };
         let mut input = vec![b'x'; 1000];
-        let block: Vec<u8> = (0..40_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+        let block = noise(32_000, 7);
         input.extend_from_slice(&block);
-        input.extend_from_slice(&block[..5000]);
+        input.extend_from_slice(&block[..3000]);
+        let far = noise(40_000, 11);
+        input.extend_from_slice(&far);
+        input.extend_from_slice(&far[..3000]);
         input.extend_from_slice(&[0, 1, 2]);
-        assert_eq!(inflate(&compress(&input)), input);
+        let ours = compress(&input);
+        assert_eq!(inflate(&ours), input);
+        // The repeat inside the window was matched: the output is well below the noise's size.
+        assert!(ours.len() < 1000 + 32_000 + 40_000 + 3000, "{} bytes", ours.len());
+    }
+
+    /// Every match length and distance gets the symbol whose range holds it (RFC 1951, 3.2.5).
+    #[test]
+    fn every_length_and_distance_has_the_right_symbol() {
+        for length in 3..=258u16 {
+            let symbol = length_symbol(length);
+            let offset = length - LENGTH_BASE[symbol];
+            assert!(offset < 1 << LENGTH_EXTRA[symbol], "length {length}: symbol {symbol}");
+            if symbol + 1 < LENGTH_BASE.len() {
+                assert!(length < LENGTH_BASE[symbol + 1], "length {length}: symbol {symbol}");
+            }
+        }
+        assert_eq!(length_symbol(258), 28, "258 has its own symbol");
+        assert_eq!(length_symbol(257), 27);
+        for distance in 1..=32_768u32 {
+            let symbol = distance_symbol(distance as u16);
+            let offset = distance - u32::from(DISTANCE_BASE[symbol]);
+            assert!(offset < 1 << DISTANCE_EXTRA[symbol], "distance {distance}: symbol {symbol}");
+        }
     }
 
     proptest! {
