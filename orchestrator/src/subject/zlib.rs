@@ -433,14 +433,15 @@ impl DynamicHeader {
         ops.clear();
         run_lengths(&all[..literal_count + distance_count], ops);
         let mut op_counts = [0u32; CODE_LENGTHS];
-        let mut used = Vec::with_capacity(CODE_LENGTHS);
+        let (mut used, mut used_count) = ([0u16; CODE_LENGTHS], 0);
         for op in ops.iter() {
             if op_counts[usize::from(op.symbol)] == 0 {
-                used.push(u16::from(op.symbol));
+                used[used_count] = u16::from(op.symbol);
+                used_count += 1;
             }
             op_counts[usize::from(op.symbol)] += 1;
         }
-        let length_code = Code::for_counts(&op_counts, &used, 7, scratch);
+        let length_code = Code::for_counts(&op_counts, &used[..used_count], 7, scratch);
         let length_code_count = CODE_LENGTH_ORDER
             .iter()
             .rposition(|&symbol| length_code.lengths[symbol] > 0)
