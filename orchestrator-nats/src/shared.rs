@@ -87,6 +87,21 @@ fn header_text(text: &str) -> String {
     out
 }
 
+/// Creates the stream `config` describes unless it exists. The processes of a new deployment
+/// may connect at the same moment: when another one created the stream between this one's
+/// look-up and its create (NATS 2.9 refuses that create with "subjects overlap"), the stream it
+/// made is used.
+async fn ensure_stream(js: &jetstream::Context, config: stream::Config) -> Result<(), NatsError> {
+    let name = config.name.clone();
+    match js.get_or_create_stream(config).await {
+        Ok(_) => Ok(()),
+        Err(create) => match js.get_stream(&name).await {
+            Ok(_) => Ok(()),
+            Err(_) => Err(NatsError::Setup { what: format!("stream {name}"), source: boxed(create) }),
+        },
+    }
+}
+
 impl Shared {
     /// Connects, and creates the event and dead-letter streams if they do not exist.
     pub(crate) async fn connect(config: NatsConfig) -> Result<Self, TransportError> {
@@ -108,9 +123,7 @@ impl Shared {
             description: Some("orchestrator events, by topic (orchestrator-nats)".to_owned()),
             ..stream::Config::default()
         };
-        js.get_or_create_stream(events)
-            .await
-            .map_err(|e| NatsError::Setup { what: format!("stream {}", config.stream), source: boxed(e) })?;
+        ensure_stream(&js, events).await?;
         let dead = stream::Config {
             name: config.dead_letter_stream.clone(),
             subjects: vec![format!("{}.dead.>", config.subject_prefix)],
@@ -123,10 +136,7 @@ impl Shared {
             description: Some("orchestrator dead letters (orchestrator-nats)".to_owned()),
             ..stream::Config::default()
         };
-        js.get_or_create_stream(dead).await.map_err(|e| NatsError::Setup {
-            what: format!("stream {}", config.dead_letter_stream),
-            source: boxed(e),
-        })?;
+        ensure_stream(&js, dead).await?;
         Ok(Self {
             config,
             client,
@@ -186,8 +196,12 @@ impl Shared {
             source: e.to_string().into(),
         };
         let stream = self.js.get_stream_no_info(&self.config.stream).await.map_err(|e| setup(&e))?;
-        let consumer: PullConsumer =
-            stream.get_or_create_consumer(&name, config).await.map_err(|e| setup(&e))?;
+        // As with the streams: another process may create the consumer between this one's
+        // look-up and its create; then the consumer it made is used.
+        let consumer: PullConsumer = match stream.get_or_create_consumer(&name, config).await {
+            Ok(consumer) => consumer,
+            Err(create) => stream.get_consumer(&name).await.map_err(|_| setup(&create))?,
+        };
         consumers.insert(name, consumer.clone());
         Ok(consumer)
     }
