@@ -132,6 +132,7 @@ mod reads;
 mod record_column;
 mod schema;
 mod store;
+mod tail_cache;
 mod time;
 mod writer;
 

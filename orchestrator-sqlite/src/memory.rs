@@ -144,14 +144,14 @@ where
                     .collect::<Result<_, MemoryError>>()?,
             }),
         };
-        let op = ops::CommitOp { write, finished, retention: self.config.retention, release, outbox };
+        let mut op = ops::CommitOp { write, finished, retention: self.config.retention, release, outbox };
         let epoch = Arc::clone(&self.epoch);
         let last_sweep = self.sweep_flag();
         let written = self
             .writer
             .submit(id, move |conn, now| {
                 let sweep = op.finished && should_sweep(&last_sweep, now);
-                let (version, swept) = ops::commit(conn, &op, now, sweep)?;
+                let (version, swept) = ops::commit(conn, &mut op, now, sweep)?;
                 forget_all_if(swept > 0, &epoch);
                 Ok((version, epoch.current()))
             })

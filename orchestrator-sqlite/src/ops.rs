@@ -13,6 +13,7 @@ use crate::consumed_key::consumed_key;
 use crate::error::{SqliteError, backend};
 use crate::reads::Tables;
 use crate::record_column::RecordColumn;
+use crate::tail_cache;
 use crate::time::{duration_ms, from_ms};
 
 /// A commit, encoded by the caller before it is queued: the write, then what goes with it in
@@ -83,11 +84,14 @@ fn as_i64(id: &str, what: &'static str, value: u64) -> Result<i64, MemoryError> 
 /// version and how many workflows the retention's sweep deleted.
 pub(crate) fn commit(
     conn: &Connection,
-    op: &CommitOp,
+    op: &mut CommitOp,
     now: i64,
     sweep: bool,
 ) -> Result<(u64, usize), MemoryError> {
-    let version = write(conn, &op.write, now)?;
+    let (wf, version) = write(conn, &mut op.write, now)?;
+    if op.finished {
+        tail_cache::forget(wf);
+    }
     let id = op.write.id.as_str();
     if let Some(step) = &op.outbox {
         advance(conn, step, now)?;
@@ -101,8 +105,10 @@ pub(crate) fn commit(
     Ok((version, swept))
 }
 
-/// The compare-and-swap write with its lease check and journal row.
-pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, MemoryError> {
+/// The compare-and-swap write with its lease check and journal row; returns the workflow's row
+/// (`workflows.seq`) and its new version. The journal row's record moves to the writer's
+/// [`tail_cache`].
+pub(crate) fn write(conn: &Connection, op: &mut WriteOp, now: i64) -> Result<(i64, u64), MemoryError> {
     let id = op.id.as_str();
     let sql = sql(id);
     if let Some((lease_id, token)) = &op.lease {
@@ -137,15 +143,21 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
         None => None,
         Some(entry) => {
             // The previous record, when the new row can be a delta against it: kept in the
-            // previous journal row (rebuilt from it) or, for rows of older versions, in the row.
+            // previous journal row (as this writer wrote it, else rebuilt from the journal) or,
+            // for rows of older versions, in the row.
             let (previous, since) = match &row {
-                Some((_, v, Some(stored), since)) => {
+                Some((seq, v, Some(stored), since)) => {
                     let previous = match stored {
-                        // Unreadable: the new row is a snapshot (as for an unreadable record).
-                        RecordColumn::InJournal => crate::reads::record_at(conn, id, *v, Tables::Live)
-                            .ok()
-                            .flatten()
-                            .and_then(|decoder| decoder.current().cloned()),
+                        RecordColumn::InJournal => {
+                            u64::try_from(*v).ok().and_then(|v| tail_cache::take(*seq, v)).or_else(|| {
+                                // Unreadable: the new row is a snapshot (as for an unreadable
+                                // record).
+                                crate::reads::record_at(conn, id, *v, Tables::Live)
+                                    .ok()
+                                    .flatten()
+                                    .and_then(|decoder| decoder.current().cloned())
+                            })
+                        }
                         stored => stored.decode::<serde_json::Value>(id, *v).ok(),
                     };
                     (previous, *since)
@@ -241,7 +253,7 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
         }
         wf
     };
-    if let (Some(entry), Some(encoded)) = (&op.entry, &encoded) {
+    if let (Some(entry), Some(encoded)) = (&mut op.entry, &encoded) {
         conn.prepare_cached(
             "INSERT INTO journal (wf, version, at_ms, consumed_key, events, record) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -250,8 +262,9 @@ pub(crate) fn write(conn: &Connection, op: &WriteOp, now: i64) -> Result<u64, Me
             s.execute(params![wf, version, entry.at_ms, entry.consumed_key, entry.events, encoded.bytes])
         })
         .map_err(&sql)?;
+        tail_cache::put(wf, version_of(id, version)?, std::mem::take(&mut entry.record), op.record.len());
     }
-    version_of(id, version)
+    Ok((wf, version_of(id, version)?))
 }
 
 /// One attempt at taking the lease of `id`.

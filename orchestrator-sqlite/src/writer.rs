@@ -15,7 +15,8 @@
 //!
 //! At the start of each group, under the write lock, the writer reads `PRAGMA data_version`: when
 //! it changed, another connection committed since the last group, and the [`Epoch`] moves on so
-//! that the record cache drops what it had (see [`crate::cache`]).
+//! that the record cache drops what it had (see [`crate::cache`]); the writer's own cache of the
+//! journal's latest records ([`crate::tail_cache`]) is emptied then, and when a group fails.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +29,7 @@ use tokio::sync::oneshot;
 
 use crate::cache::Epoch;
 use crate::error::{SqliteError, backend};
+use crate::tail_cache;
 use crate::time::now_ms;
 
 /// Group-commit counters of one store (see [`crate::SqliteMemory::stats`]).
@@ -209,6 +211,7 @@ impl ForeignCommits {
             conn.prepare_cached("PRAGMA data_version").and_then(|mut s| s.query_row([], |r| r.get(0))).ok();
         if now.is_none() || self.seen.is_some_and(|seen| Some(seen) != now) {
             self.epoch.advance();
+            tail_cache::clear();
         }
         self.seen = now;
     }
@@ -222,6 +225,8 @@ fn run_group(
     foreign: &mut ForeignCommits,
 ) {
     let failed = |group: &mut [Box<dyn Queued>], stage, error| {
+        // Whatever the group's writes put in the tail cache was not committed.
+        tail_cache::clear();
         let error = Arc::new(error);
         for op in group.iter_mut() {
             op.fail(stage, &error);
@@ -302,6 +307,35 @@ mod tests {
         drop(w);
         assert_eq!(rows(&dir), ["a", "c"]);
         assert_eq!(counters.snapshot().failed_transactions, 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_group_empties_the_tail_cache_of_what_its_writes_put() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (w, _) = writer(&dir);
+        // Puts an entry, inserts `k`, then inserts the same key again: the second insert fails
+        // after a change, and the group rolls back.
+        let put = |wf, k: &'static str| {
+            move |conn: &Connection, _| {
+                tail_cache::put(wf, 1, serde_json::json!(wf), 1);
+                conn.execute("INSERT INTO t VALUES (?1, 1)", [k]).map_err(|e| backend(k, e))?;
+                conn.execute("INSERT INTO t VALUES ('first', 1)", []).map_err(|e| backend(k, e))
+            }
+        };
+        let taken = |wf| move |_: &Connection, _| Ok(tail_cache::take(wf, 1));
+        w.submit("put", put(1, "first")).await.expect_err("the second insert fails");
+        w.submit("put", put(1, "other")).await.expect("committed");
+        let failed = w.submit("put", put(2, "more")).await;
+        assert!(failed.is_err(), "{failed:?}");
+        assert_eq!(w.submit("take", taken(2)).await.expect("ran"), None, "the rolled-back write's entry");
+        assert_eq!(w.submit("take", taken(1)).await.expect("ran"), None, "every entry: the cache is emptied");
+        w.submit("put", move |_: &Connection, _| {
+            tail_cache::put(3, 1, serde_json::json!(3), 1);
+            Ok(())
+        })
+        .await
+        .expect("ran");
+        assert_eq!(w.submit("take", taken(3)).await.expect("ran"), Some(serde_json::json!(3)));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -77,3 +77,33 @@ async fn the_record_is_kept_by_the_journal_row_or_else_by_the_workflow_row() {
     assert!(reopened.read("wf").await.unwrap().is_none());
     assert_eq!(reopened.archived("wf").await.unwrap().map(|s| (s.record, s.version)), Some((record(6), 6)));
 }
+
+/// The writer keeps the record of each workflow's latest journal row to diff the next one
+/// against. When another store on the file removes the workflow and makes it again (the same
+/// row number, the same versions, other records), this store's next row is a delta against the
+/// journal's record, not against what it wrote before: every version reads back as written.
+#[tokio::test]
+async fn a_workflow_made_again_by_another_store_is_diffed_against_its_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("again.db");
+    let config = |retention| SqliteConfig::new(&path).retention(retention);
+    let m: SqliteMemory<Value> = config(Retention::Keep).open().unwrap();
+    let other: SqliteMemory<Value> = config(Retention::Remove).open().unwrap();
+    let events: Vec<_> = (1..=5).map(|i| event(&format!("e-{i}"), "wf")).collect();
+    let journaled = |i: usize| WriteMeta {
+        entry: Some(JournalEntry { at: SystemTime::now(), consumed: Some(&events[i]), produced: &[] }),
+        ..WriteMeta::new("wf", "com.test.orc")
+    };
+    let wide = |who: &str, step: usize| json!({ "who": who, "step": step, "padding": record(6) });
+    m.write("wf", &wide("a", 1), None, None, &journaled(0)).await.unwrap();
+    m.write("wf", &wide("a", 2), Some(1), None, &journaled(1)).await.unwrap();
+    other.cleanup("wf").await.unwrap();
+    other.write("wf", &wide("b", 1), None, None, &journaled(2)).await.unwrap();
+    other.write("wf", &wide("b", 2), Some(1), None, &journaled(3)).await.unwrap();
+    // A delta against `m`'s own version 2 ("a") would only change the step.
+    m.write("wf", &wide("a", 3), Some(2), None, &journaled(4)).await.unwrap();
+
+    let history = SqliteConfig::new(&path).open::<Value>().unwrap().history("wf", 0, 10).await.unwrap();
+    let records: Vec<_> = history.into_iter().map(|e| (e.version, e.record)).collect();
+    assert_eq!(records, [(1, wide("b", 1)), (2, wide("b", 2)), (3, wide("a", 3))]);
+}
