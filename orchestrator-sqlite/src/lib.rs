@@ -64,7 +64,8 @@
 //! since the Unix epoch. The journal is compact ([`orchestrator::memory::journal_codec`]): each
 //! row keeps its record as a snapshot or as a JSON Patch against the previous row's (snapshots
 //! come when the deltas since the last one reach the record's size, so a workflow's journal grows
-//! with what changed, not with its record times its steps), and its consumed and produced events
+//! with what changed, not with its record times its steps; the writer keeps each workflow's
+//! latest journal record to diff against rather than rebuilding it), and its consumed and produced events
 //! as one deflated value; a consumed event is found again by a hash of its `(source, id)`, checked
 //! against the row's events. The latest record is stored once: in its journal row, from which a
 //! read rebuilds it (the record cache spares most reads), or, after a write without a journal
