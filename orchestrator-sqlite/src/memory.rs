@@ -153,9 +153,17 @@ where
                 let sweep = op.finished && should_sweep(&last_sweep, now);
                 let (version, swept) = ops::commit(conn, &mut op, now, sweep)?;
                 forget_all_if(swept > 0, &epoch);
-                Ok((version, epoch.current()))
+                // The operation's buffers come back to be freed by the caller's thread, which
+                // allocated them: freed on the writer thread, they would contend for the
+                // caller's allocator arena (glibc's malloc locks an arena to take back memory
+                // freed by another thread).
+                Ok((version, epoch.current(), op))
             })
-            .await;
+            .await
+            .map(|(version, epoch, op)| {
+                drop(op);
+                (version, epoch)
+            });
         match written {
             // A finished workflow is rarely read again (and may be gone): it leaves the cache.
             Ok((version, _)) if finished => {

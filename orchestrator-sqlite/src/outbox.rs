@@ -18,7 +18,10 @@ impl<R: Send + Sync> Outbox for SqliteMemory<R> {
             .map(|e| Ok((e.id().to_owned(), encode(e.id(), "outbox event", e)?)))
             .collect::<Result<Vec<_>, MemoryError>>()?;
         let op = ops::AdvanceOp { consumed: consumed.map(str::to_owned).into_iter().collect(), produced };
-        self.writer.submit(key, move |conn, now| ops::advance(conn, &op, now)).await
+        // The events' buffers come back to be freed here (see `Memory::commit`).
+        let op = self.writer.submit(key, move |conn, now| ops::advance(conn, &op, now).map(|()| op)).await?;
+        drop(op);
+        Ok(())
     }
 
     async fn release(&self, ids: &[&str]) -> Result<(), MemoryError> {
