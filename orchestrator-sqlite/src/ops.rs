@@ -253,6 +253,7 @@ pub(crate) fn write(conn: &Connection, op: &mut WriteOp, now: i64) -> Result<(i6
         }
         wf
     };
+    let written = version_of(id, version)?;
     if let (Some(entry), Some(encoded)) = (&mut op.entry, &encoded) {
         conn.prepare_cached(
             "INSERT INTO journal (wf, version, at_ms, consumed_key, events, record) \
@@ -262,9 +263,9 @@ pub(crate) fn write(conn: &Connection, op: &mut WriteOp, now: i64) -> Result<(i6
             s.execute(params![wf, version, entry.at_ms, entry.consumed_key, entry.events, encoded.bytes])
         })
         .map_err(&sql)?;
-        tail_cache::put(wf, version_of(id, version)?, std::mem::take(&mut entry.record), op.record.len());
+        tail_cache::put(wf, written, std::mem::take(&mut entry.record), op.record.len());
     }
-    Ok((wf, version_of(id, version)?))
+    Ok((wf, written))
 }
 
 /// One attempt at taking the lease of `id`.
