@@ -23,6 +23,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 
 use serde_json::Value;
 
@@ -47,11 +48,11 @@ thread_local! {
 /// (the entry leaves the cache: the write that asked puts the next one).
 pub(crate) fn take(wf: i64, version: u64) -> Option<Value> {
     CACHE.with_borrow_mut(|cache| {
-        let (held, _, _) = cache.entries.get(&wf)?;
-        if *held != version {
+        let Entry::Occupied(entry) = cache.entries.entry(wf) else { return None };
+        if entry.get().0 != version {
             return None;
         }
-        let (_, record, len) = cache.entries.remove(&wf)?;
+        let (_, record, len) = entry.remove();
         cache.bytes -= len;
         Some(record)
     })
