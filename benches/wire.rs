@@ -1,5 +1,6 @@
 //! Wire-level benchmarks: events (parse, serialize, build), orchestration subjects (encode,
-//! decode, cached access) and contracts (schema validation, typed decoding, typed factories).
+//! decode, cached access), contracts (schema validation, typed decoding, typed factories) and
+//! the journal's values (a step's events and a record, deflated as the stores keep them).
 //!
 //! Run with `cargo bench -p orchestrator-benches --bench wire`; see `BENCHMARKS.md` at the root of
 //! the workspace for the figures and how they compare with Arvo's.
@@ -129,5 +130,45 @@ fn contract(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, event, subject, contract);
+/// A journal row's values for one orchestrator step: the consumed event and the produced one
+/// (deflated with the workflow's preset dictionary), and a record snapshot.
+fn journal(c: &mut Criterion) {
+    use orchestrator::memory::journal_codec;
+    let subject = workflow_subject();
+    let request = Event::from_slice(&add_request(&subject).to_json_vec()).expect("valid event");
+    let reply = Event::builder()
+        .source("com.calc.add")
+        .r#type("evt.calc.add.success")
+        .to(ORCHESTRATOR)
+        .orchestration_subject(&subject)
+        .parentid(request.id())
+        .dataschema("#/calc/add/1.0.0")
+        .data_json(json!({ "result": 3.75 }))
+        .traceparent(TRACEPARENT)
+        .executionunits(1)
+        .build()
+        .expect("valid event");
+    let id = subject.as_str();
+    let encoded = journal_codec::encode_events(Some(&request), std::slice::from_ref(&reply), id)
+        .expect("encodable events");
+    let record = json!({
+        "execution_status": "normal", "subject": id, "init_event_id": request.id(), "done": false,
+        "state": { "value": { "adding": null }, "context": { "values": [1.0, 2.0, 3.0], "sum": 0 } },
+        "last_event_id": request.id(), "last_event_source": ORCHESTRATOR,
+    })
+    .to_string();
+    let mut group = c.benchmark_group("journal");
+    group.bench_function("encode_events", |b| {
+        b.iter(|| journal_codec::encode_events(Some(black_box(&request)), std::slice::from_ref(&reply), id))
+    });
+    group.bench_function("decode_events", |b| {
+        b.iter(|| journal_codec::decode_events(black_box(&encoded), id).expect("decodable events"))
+    });
+    group.bench_function("encode_snapshot", |b| {
+        b.iter(|| journal_codec::encode_snapshot(black_box(&record), id))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, event, subject, contract, journal);
 criterion_main!(benches);

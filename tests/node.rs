@@ -1,6 +1,8 @@
 //! The runtime seam end to end, on the in-process transport and the in-memory store: many
 //! workflows started at once all complete exactly once; a store failing for a while and a lock
-//! held elsewhere are retried in the same process; an orchestrator step costs two store calls;
+//! held elsewhere (on a transport whose lanes other processes share) are retried in the same
+//! process; on the in-process transport steps take no lease; an orchestrator step costs two
+//! store calls;
 //! a node refuses a machine whose services nobody handles.
 
 use std::collections::HashMap;
@@ -9,11 +11,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use orchestrator::event::Event;
-use orchestrator::memory::{Acquired, Commit, EventKey, InMemory, Lease, Memory, MemoryError, Stored, Wake};
+use orchestrator::memory::{
+    Acquired, Commit, EventKey, InMemory, Lease, Memory, MemoryError, Stored, Wake, WriteMeta,
+};
 use orchestrator::orchestration::{Orchestrator, WorkflowRecord};
 use orchestrator::prelude::*;
 use orchestrator::runtime::{Node, NodeError, RetryPolicy, WorkflowStatus};
-use orchestrator::transport::Transport;
+use orchestrator::transport::{InProcessConfig, InProcessTransport, Topics, Transport, TransportError};
 use orchestrator_examples::calculator::flows::AverageFlow;
 use orchestrator_examples::calculator::{AddV1, AverageClient, AverageInput, AverageV1, services};
 
@@ -79,7 +83,7 @@ impl Memory<WorkflowRecord> for Instrumented {
         event: EventKey<'_>,
         lock: bool,
     ) -> Result<Option<Acquired<WorkflowRecord>>, MemoryError> {
-        self.count("acquire");
+        self.count(if lock { "acquire (locking)" } else { "acquire" });
         self.inner.acquire(id, event, lock).await
     }
     async fn commit(&self, commit: Commit<'_, WorkflowRecord>) -> Result<u64, MemoryError> {
@@ -113,7 +117,18 @@ async fn node<M: Memory<WorkflowRecord> + 'static>(
     client: &AverageClient,
     retry: RetryPolicy,
 ) -> Node<M, orchestrator::transport::InProcessTransport> {
+    node_on(store, client, retry, InProcessTransport::new(InProcessConfig::default()).expect("transport"))
+        .await
+}
+
+async fn node_on<M: Memory<WorkflowRecord> + 'static, T: Transport>(
+    store: &Arc<M>,
+    client: &AverageClient,
+    retry: RetryPolicy,
+    transport: T,
+) -> Node<M, T> {
     Node::builder(Arc::clone(store))
+        .transport(transport)
         .service(services::add().expect("add"))
         .service(services::divide().expect("divide"))
         .service(client.clone())
@@ -193,6 +208,30 @@ async fn a_store_failing_writes_for_a_while_recovers_in_the_same_process() {
     assert!(node.dispatcher().stats().retried > 0);
 }
 
+/// The in-process transport, but claiming that other processes may consume the same lanes (as a
+/// broker's transport does): the node's steps then take the store's lease.
+struct SharedLanes(InProcessTransport);
+
+impl Transport for SharedLanes {
+    type Subscription = <InProcessTransport as Transport>::Subscription;
+
+    async fn publish(&self, events: Vec<Event>) -> Result<(), TransportError> {
+        self.0.publish(events).await
+    }
+
+    async fn subscribe(&self, topics: Topics) -> Result<Self::Subscription, TransportError> {
+        self.0.subscribe(topics).await
+    }
+
+    fn close(&self) {
+        self.0.close();
+    }
+
+    fn exclusive_lanes(&self) -> bool {
+        false
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_held_elsewhere_is_retried_until_released() {
     let store = Arc::new(InMemory::<WorkflowRecord>::default());
@@ -203,7 +242,8 @@ async fn a_lock_held_elsewhere_is_retried_until_released() {
         max_delay: Duration::from_millis(100),
         ..RetryPolicy::default()
     };
-    let node = node(&store, &client, retry).await;
+    let transport = SharedLanes(InProcessTransport::new(InProcessConfig::default()).expect("transport"));
+    let node = node_on(&store, &client, retry, transport).await;
     let event = init(7);
     // Another node holds the workflow's lease.
     let held = store.lock(event.subject()).await.expect("lock").expect("free");
@@ -215,6 +255,31 @@ async fn a_lock_held_elsewhere_is_retried_until_released() {
     node.shutdown().await;
     assert_eq!(client.counts().values().next().map(|c| c.1), Some(8.0));
     assert!(node.dispatcher().stats().retried > 0, "the denied deliveries were retried");
+    assert!(node.take_dead_letters().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_in_process_transport_steps_take_no_lease_and_a_stale_writer_is_refused() {
+    let store = Arc::new(Instrumented::default());
+    let client = AverageClient::new(CLIENT);
+    let node = node(&store, &client, RetryPolicy::default()).await;
+    let event = init(7);
+    // Another process holds the workflow's lease and read it before it existed.
+    let held = store.lock(event.subject()).await.expect("lock").expect("free");
+    let subject = node.start(event).await.expect("start");
+    client.wait_for(1, Duration::from_secs(10)).await;
+    assert_eq!(client.counts().values().next().map(|c| c.1), Some(8.0), "not held up by the lease");
+    // Its write, against what it read, loses nothing: the compare-and-swap refuses it.
+    let record = store.read(&subject).await.expect("read").expect("a record").record;
+    let stale = store
+        .commit(Commit::new(&subject, record, None, WriteMeta::new(&subject, "com.other")).lease(Some(&held)))
+        .await;
+    assert!(matches!(stale, Err(MemoryError::Conflict { .. })), "{stale:?}");
+    let calls = store.calls();
+    assert_eq!(calls.get("acquire (locking)"), None, "no step took a lease: {calls:?}");
+    assert_eq!(calls.get("lock"), Some(&1), "only the other process's: {calls:?}");
+    assert_eq!(calls.get("acquire"), Some(&3), "three steps: {calls:?}");
+    node.shutdown().await;
     assert!(node.take_dead_letters().is_empty());
 }
 

@@ -23,4 +23,9 @@ impl Transport for BrokerHandle {
     fn close(&self) {
         self.transport().close();
     }
+
+    /// True, as for the [`InProcessTransport`] it publishes into.
+    fn exclusive_lanes(&self) -> bool {
+        self.transport().exclusive_lanes()
+    }
 }

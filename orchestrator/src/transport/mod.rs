@@ -116,13 +116,16 @@ pub trait Transport: Send + Sync + 'static {
     }
 
     /// Whether this transport hands out at most one unsettled delivery per `(topic, subject)`
-    /// lane across *every* process that consumes it (a database queue whose claims are rows,
-    /// such as PostgreSQL's), not only within one process. A [`Node`](crate::runtime::Node) on
-    /// such a transport runs its orchestrators and resumables without a lease per step
-    /// ([`Locking::Never`](crate::orchestration::Locking::Never)): the queue already serializes
-    /// a workflow's events, and the compare-and-swap write still refuses a lost update (for
-    /// instance after a claim lapsed while its step ran). `false` (the default): steps take the
-    /// store's lease.
+    /// lane across *every* process that consumes it: a database queue whose claims are rows,
+    /// such as PostgreSQL's, or a transport that only its own process consumes, such as the
+    /// [`InProcessTransport`]. A [`Node`](crate::runtime::Node) on such a transport runs its
+    /// orchestrators and resumables without a lease per step
+    /// ([`Locking::Never`](crate::orchestration::Locking::Never)): the transport already
+    /// serializes a workflow's events, and the compare-and-swap write still refuses a lost
+    /// update (after a claim lapsed while its step ran, or when another process sharing the
+    /// store steps the same workflow: the later write is refused, retried, and answered from
+    /// the journal). `orchestrator-model` checks that protocol without leases. `false` (the
+    /// default): steps take the store's lease.
     fn exclusive_lanes(&self) -> bool {
         false
     }

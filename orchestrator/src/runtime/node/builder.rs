@@ -52,7 +52,7 @@ impl Default for TimerSettings {
 
 /// A workflow handler to build, and the services it calls.
 /// Builds a registered workflow with the node's outbox, whether the transport's lanes are
-/// exclusive across processes (the steps then take no lease), and the node's event size limit.
+/// exclusive (the steps then take no lease), and the node's event size limit.
 type Workflow = Box<dyn FnOnce(Option<Arc<dyn DynOutbox>>, bool, usize) -> Result<Built, NodeError> + Send>;
 
 /// A built workflow handler.
@@ -278,9 +278,10 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
 
     /// Registers a statechart orchestrator (its machines; the node adds the outbox when it is
     /// durable). Build it over the node's store. On a transport whose lanes are exclusive
-    /// across processes ([`Transport::exclusive_lanes`], PostgreSQL's queue) its steps take no
-    /// lease: the queue serializes a workflow's events, and the compare-and-swap write refuses a
-    /// lost update.
+    /// ([`Transport::exclusive_lanes`]: the in-process transport, PostgreSQL's queue) its steps
+    /// take no lease: the transport serializes a workflow's events, and the compare-and-swap
+    /// write refuses a lost update. On the others (NATS, Redis) each step takes the store's
+    /// lease.
     pub fn orchestrator(mut self, orchestrator: OrchestratorBuilder<Arc<M>>) -> Self {
         self.workflows.push(Box::new(move |outbox, exclusive_lanes, max_event_bytes| {
             let orchestrator = orchestrator.max_event_bytes(max_event_bytes);
@@ -300,7 +301,7 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
 
     /// Registers a resumable (the node adds the outbox when it is durable). Build it over the
     /// node's store. Like an orchestrator, it takes no lease per step on a transport whose lanes
-    /// are exclusive across processes ([`Transport::exclusive_lanes`]).
+    /// are exclusive ([`Transport::exclusive_lanes`]).
     pub fn resumable(mut self, resumable: ResumableBuilder<Arc<M>>) -> Self {
         self.workflows.push(Box::new(move |outbox, exclusive_lanes, max_event_bytes| {
             let resumable = resumable.max_event_bytes(max_event_bytes);

@@ -5,6 +5,10 @@
 //!   in publish order: the next is delivered once the previous one is settled (acked,
 //!   terminated, or nacked and delivered again). Other lanes are delivered meanwhile. A
 //!   consumer takes the oldest queued event whose lane is free, so one consumer sees plain FIFO.
+//!   Only this process consumes the transport, so its lanes are exclusive
+//!   ([`Transport::exclusive_lanes`]): a [`Node`](crate::runtime::Node) on it runs a workflow's
+//!   steps without a lease each, and two processes sharing a store are kept apart by the
+//!   store's compare-and-swap.
 //! * **Backpressure.** [`Transport::publish`] waits while `capacity` events are queued (events
 //!   delivered and not settled do not count), for at most
 //!   [`InProcessConfig::publish_timeout`], then fails with [`TransportError::Full`].
@@ -163,6 +167,12 @@ impl Transport for InProcessTransport {
 
     fn close(&self) {
         self.inner.close();
+    }
+
+    /// True: only this process consumes the transport, and a lane hands out its next event once
+    /// the previous one is settled (see the [module documentation](self)).
+    fn exclusive_lanes(&self) -> bool {
+        true
     }
 }
 
