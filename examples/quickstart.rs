@@ -70,9 +70,10 @@ async fn main() -> Result<(), BoxError> {
             let path = Path::new("orchestrator-data/quickstart.sqlite");
             std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
             let open = || async move {
-                // Durable by default: WAL, synchronous=FULL, leases and the journal in one
-                // file. The owner name frees the leases a killed previous run held, at once
-                // instead of after their TTL (one live process per owner name).
+                // Durable by default: WAL, synchronous=FULL, the state, the journal and the
+                // events in flight in one file. The owner name frees the leases a killed
+                // previous run held, at once instead of after their TTL (one live process per
+                // owner name); on the in-process transport below steps take none.
                 let memory = Arc::new(SqliteConfig::new(path).owner("quickstart").open::<WorkflowRecord>()?);
                 // Events travel in this process; the store's outbox keeps those in flight.
                 let transport = InProcessTransport::new(InProcessConfig::default())?;

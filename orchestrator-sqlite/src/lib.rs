@@ -20,7 +20,10 @@
 //!   is one operation of the writer (the lease, then the record's version, the record when the
 //!   record cache does not have it, and the journal's answer to the event), and `commit` is one
 //!   (lease and compare-and-swap checks, the record, the journal entry, the wake-up, the outbox
-//!   step, the retention of a finished workflow, the release of the lease).
+//!   step, the retention of a finished workflow, the release of the lease). On a node whose
+//!   transport serializes a workflow's events (the in-process transport), steps take no lease:
+//!   `acquire` is answered from the record cache or a read connection, and a step is one
+//!   writer operation.
 //! * **Group commit.** The writer drains every queued operation, runs them in one transaction,
 //!   commits once (one fsync with [`Synchronous::Full`]) and only then answers the callers: no
 //!   caller is acknowledged before its commit is durable. Every operation checks (compare-and-
