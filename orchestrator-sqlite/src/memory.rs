@@ -132,17 +132,39 @@ where
     async fn commit(&self, commit: Commit<'_, R>) -> Result<u64, MemoryError> {
         let Commit { id, record, prev, lease, release, finished, meta, outbox } = commit;
         check_id(id)?;
-        let write = write_op(id, &record, prev, lease.map(|l| (l.id.as_str(), l.token)), &meta)?;
+        // Each event the step produced is serialized once, for its journal row and its outbox row.
+        let entry_produced = meta.entry.as_ref().map_or(&[][..], |entry| entry.produced);
+        let mut produced_json = entry_produced
+            .iter()
+            .map(|e| encode(e.id(), "produced event", e))
+            .collect::<Result<Vec<_>, MemoryError>>()?;
+        let write =
+            write_op(id, &record, prev, lease.map(|l| (l.id.as_str(), l.token)), &meta, &produced_json)?;
         let outbox = match outbox {
             None => None,
-            Some(step) => Some(ops::AdvanceOp {
-                consumed: step.consumed.map(str::to_owned).into_iter().collect(),
-                produced: step
+            Some(step) => {
+                // The outbox's events are some of the produced ones, in the same order.
+                let mut next = 0;
+                let produced = step
                     .produced
                     .iter()
-                    .map(|e| Ok((e.id().to_owned(), encode(e.id(), "outbox event", e)?)))
-                    .collect::<Result<_, MemoryError>>()?,
-            }),
+                    .map(|e| {
+                        while next < entry_produced.len() && entry_produced[next].id() != e.id() {
+                            next += 1;
+                        }
+                        let json = match produced_json.get_mut(next) {
+                            Some(json) => std::mem::take(json),
+                            None => encode(e.id(), "outbox event", e)?,
+                        };
+                        next += 1;
+                        Ok((e.id().to_owned(), json))
+                    })
+                    .collect::<Result<_, MemoryError>>()?;
+                Some(ops::AdvanceOp {
+                    consumed: step.consumed.map(str::to_owned).into_iter().collect(),
+                    produced,
+                })
+            }
         };
         let mut op = ops::CommitOp { write, finished, retention: self.config.retention, release, outbox };
         let epoch = Arc::clone(&self.epoch);
