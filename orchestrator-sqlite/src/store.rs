@@ -210,7 +210,8 @@ fn events_pair(id: &str, consumed: Option<&Event>, produced_json: &[String]) -> 
     Ok(pair)
 }
 
-/// A write, encoded for the writer thread.
+/// A write, encoded for the writer thread. `produced_json` holds the text of each event the
+/// journal entry produced (none without an entry).
 pub(crate) fn write_op<R: Serialize>(
     id: &str,
     record: &R,
@@ -219,7 +220,6 @@ pub(crate) fn write_op<R: Serialize>(
     meta: &WriteMeta<'_>,
     produced_json: &[String],
 ) -> Result<ops::WriteOp, MemoryError> {
-    let encoding = |source| backend(id, SqliteError::Encode { what: "journal entry", source });
     // With a journal entry, the record as a JSON value too (the writer diffs it against the
     // previous one); its text is that value's.
     let (entry, record) = match &meta.entry {
@@ -228,11 +228,8 @@ pub(crate) fn write_op<R: Serialize>(
             let value = serde_json::to_value(record)
                 .map_err(|source| backend(id, SqliteError::Encode { what: "record", source }))?;
             let json = encode(id, "record", &value)?;
-            let events = if produced_json.len() == entry.produced.len() {
-                journal_codec::encode_events_json(&events_pair(id, entry.consumed, produced_json)?, id)
-            } else {
-                journal_codec::encode_events(entry.consumed, entry.produced, id).map_err(encoding)?
-            };
+            let events =
+                journal_codec::encode_events_json(&events_pair(id, entry.consumed, produced_json)?, id);
             let row = ops::EntryRow {
                 at_ms: time::to_ms(entry.at),
                 consumed_key: entry.consumed.map(|e| crate::consumed_key::consumed_key(EventKey::of(e))),
