@@ -6,7 +6,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use orchestrator::event::Event;
 use orchestrator::memory::journal_codec;
 use orchestrator::memory::{EventKey, JournalRecord, Materialized, MemoryError, Stored, WriteMeta, check_id};
 use rusqlite::Connection;
@@ -190,26 +189,6 @@ pub(crate) fn encode<T: Serialize + ?Sized>(
     serde_json::to_string(value).map_err(|source| backend(id, SqliteError::Encode { what, source }))
 }
 
-/// The JSON text of a journal row's events, `[consumed or null, [produced…]]`, from the produced
-/// events' texts (what `serde_json` writes for the pair).
-fn events_pair(id: &str, consumed: Option<&Event>, produced_json: &[String]) -> Result<String, MemoryError> {
-    let consumed = consumed.map(|e| encode(id, "consumed event", e)).transpose()?;
-    let len =
-        consumed.as_ref().map_or(4, String::len) + produced_json.iter().map(|j| j.len() + 1).sum::<usize>();
-    let mut pair = String::with_capacity(len + 4);
-    pair.push('[');
-    pair.push_str(consumed.as_deref().unwrap_or("null"));
-    pair.push_str(",[");
-    for (i, json) in produced_json.iter().enumerate() {
-        if i > 0 {
-            pair.push(',');
-        }
-        pair.push_str(json);
-    }
-    pair.push_str("]]");
-    Ok(pair)
-}
-
 /// A write, encoded for the writer thread. `produced_json` holds the text of each event the
 /// journal entry produced (none without an entry).
 pub(crate) fn write_op<R: Serialize>(
@@ -228,8 +207,8 @@ pub(crate) fn write_op<R: Serialize>(
             let value = serde_json::to_value(record)
                 .map_err(|source| backend(id, SqliteError::Encode { what: "record", source }))?;
             let json = encode(id, "record", &value)?;
-            let events =
-                journal_codec::encode_events_json(&events_pair(id, entry.consumed, produced_json)?, id);
+            let consumed = entry.consumed.map(|e| encode(id, "consumed event", e)).transpose()?;
+            let events = journal_codec::encode_events_texts(consumed.as_deref(), produced_json, id);
             let row = ops::EntryRow {
                 at_ms: time::to_ms(entry.at),
                 consumed_key: entry.consumed.map(|e| crate::consumed_key::consumed_key(EventKey::of(e))),
@@ -262,38 +241,4 @@ pub(crate) fn write_op<R: Serialize>(
         // Parsed once, when the workflow is created (a write that must find no record).
         columns: if prev.is_none() { meta.subject_columns(id) } else { None },
     })
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use orchestrator::event::Event;
-
-    use super::{encode, events_pair};
-
-    fn event(n: u32) -> Event {
-        Event::builder()
-            .source("com.test.a")
-            .r#type("com.test.b")
-            .to("com.test.b")
-            .subject("s-1")
-            .data_json(serde_json::json!({ "n": n, "text": "quote \" and \u{e9}" }))
-            .build()
-            .unwrap()
-    }
-
-    #[test]
-    fn a_pair_made_from_the_produced_events_texts_is_what_serde_json_writes() {
-        let consumed = event(0);
-        for (consumed, produced) in [
-            (Some(&consumed), vec![]),
-            (None, vec![event(1)]),
-            (Some(&consumed), vec![event(1), event(2), event(3)]),
-        ] {
-            let texts: Vec<String> = produced.iter().map(|e| encode("wf", "event", e).unwrap()).collect();
-            let pair = events_pair("wf", consumed, &texts).unwrap();
-            assert_eq!(pair, serde_json::to_string(&(consumed, &produced)).unwrap());
-        }
-    }
 }
