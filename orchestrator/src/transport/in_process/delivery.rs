@@ -5,6 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Notify;
+
 use super::inner::Inner;
 use super::lanes::Job;
 use crate::event::Event;
@@ -15,13 +17,15 @@ use crate::transport::{Delivery, Subscription, Topics, TransportError};
 pub struct InProcessSubscription {
     pub(super) inner: Arc<Inner>,
     pub(super) topics: Topics,
+    /// What this consumer waits on (shared with the consumers of the same topics).
+    pub(super) work: Arc<Notify>,
 }
 
 impl Subscription for InProcessSubscription {
     type Delivery = InProcessDelivery;
 
     async fn next(&mut self) -> Option<InProcessDelivery> {
-        let job = self.inner.next(&self.topics).await?;
+        let job = self.inner.next(&self.topics, &self.work).await?;
         Some(InProcessDelivery { inner: Arc::clone(&self.inner), job: Some(job) })
     }
 }

@@ -2,22 +2,23 @@
 //! waiting around it.
 //!
 //! One mutex guards the [`Lanes`], the retry heap, the closed flag and the log; it is held only
-//! for a few map operations, never across an `await` or a user callback. Three [`Notify`]s
-//! replace polling: `work` (a lane became ready, a retry became due earlier, or the consumers
-//! should stop), `idle` (nothing queued, nothing out) and `space` (a queue slot was freed, for
-//! waiting publishers). Every waiter registers its `Notified` before it checks the state, so no
+//! for a few map operations, never across an `await` or a user callback. [`Notify`]s replace
+//! polling: the consumers' [`Waiters`] (a lane became ready, a retry became due earlier, or the
+//! consumers should stop), `idle` (nothing queued, nothing out) and `space` (a queue slot was
+//! freed, for waiting publishers). Every waiter registers its `Notified` before it checks the state, so no
 //! wake-up is lost. Retries wait in a heap ordered by due time; a consumer waiting in `next`
 //! sleeps until the earliest one is due and moves the due ones back to the front of their lanes.
 
 use std::pin::pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 
 use super::delayed::Delayed;
-use super::lanes::{Job, Lanes};
+use super::lanes::{Job, Lanes, topic_of};
+use super::waiters::Waiters;
 use super::{InProcessConfig, TransportStats};
 use crate::event::Event;
 use crate::transport::{Topics, TransportError, check_batch};
@@ -48,15 +49,12 @@ fn bump(counter: &AtomicU64, by: usize) {
 
 pub(super) struct Inner {
     state: Mutex<State>,
-    work: Notify,
+    work: Waiters,
     idle: Notify,
     space: Notify,
     pub(super) capacity: usize,
     publish_timeout: Option<Duration>,
     max_event_bytes: usize,
-    /// Live `Topics::Only` subscriptions: while there are any, a ready lane wakes every waiting
-    /// consumer (the one woken might not listen on its topic), not just one.
-    filtered: AtomicUsize,
     counters: Counters,
 }
 
@@ -70,13 +68,12 @@ impl Inner {
                 log: config.log.then(Vec::new),
                 space_waiters: 0,
             }),
-            work: Notify::new(),
+            work: Waiters::default(),
             idle: Notify::new(),
             space: Notify::new(),
             capacity: config.capacity,
             publish_timeout: config.publish_timeout,
             max_event_bytes: config.max_event_bytes,
-            filtered: AtomicUsize::new(0),
             counters: Counters::default(),
         }
     }
@@ -85,25 +82,13 @@ impl Inner {
         lock(&self.state)
     }
 
-    /// Wakes consumers after a lane became ready.
-    fn wake_work(&self) {
-        if self.filtered.load(Ordering::Relaxed) > 0 {
-            self.work.notify_waiters();
-        } else {
-            self.work.notify_one();
-        }
-    }
-
-    pub(super) fn subscribe(&self, topics: &Topics) {
-        if matches!(topics, Topics::Only(_)) {
-            self.filtered.fetch_add(1, Ordering::Relaxed);
-        }
+    /// Adds a consumer of `topics`: the [`Notify`] it waits on in [`next`](Self::next).
+    pub(super) fn subscribe(&self, topics: &Topics) -> Arc<Notify> {
+        self.work.join(topics)
     }
 
     pub(super) fn unsubscribe(&self, topics: &Topics) {
-        if matches!(topics, Topics::Only(_)) {
-            self.filtered.fetch_sub(1, Ordering::Relaxed);
-        }
+        self.work.leave(topics);
     }
 
     /// Puts accepted events in their lanes (and the log), and wakes consumers.
@@ -112,14 +97,19 @@ impl Inner {
         if let Some(log) = &mut state.log {
             log.extend(events.iter().cloned());
         }
-        let mut ready = false;
+        // The lanes made ready, one per topic (mostly one: a step's products go to one handler).
+        let mut ready: Vec<Arc<str>> = Vec::new();
         for event in events {
-            ready |= state.lanes.push(event);
+            if let Some(lane) = state.lanes.push(event)
+                && !ready.iter().any(|r| topic_of(r) == topic_of(&lane))
+            {
+                ready.push(lane);
+            }
         }
         drop(state);
         bump(&self.counters.published, count);
-        if ready {
-            self.wake_work();
+        for lane in &ready {
+            self.work.ready(topic_of(lane));
         }
     }
 
@@ -191,10 +181,11 @@ impl Inner {
         Ok(())
     }
 
-    /// The next event of `topics`, waiting for one; `None` once closed and drained.
-    pub(super) async fn next(&self, topics: &Topics) -> Option<Job> {
+    /// The next event of `topics`, waiting for one on `work` (what [`subscribe`](Self::subscribe)
+    /// gave); `None` once closed and drained.
+    pub(super) async fn next(&self, topics: &Topics, work: &Notify) -> Option<Job> {
         loop {
-            let mut notified = pin!(self.work.notified());
+            let mut notified = pin!(work.notified());
             notified.as_mut().enable();
             let next_due = {
                 let mut state = self.state();
@@ -208,7 +199,7 @@ impl Inner {
                     drop(state);
                     if more {
                         // Pass the baton: another idle consumer can take the next ready lane.
-                        self.wake_work();
+                        self.work.one_each();
                     }
                     if space {
                         self.space.notify_one();
@@ -217,7 +208,7 @@ impl Inner {
                 }
                 if promoted {
                     // Ready for another topic's consumers.
-                    self.wake_work();
+                    self.work.one_each();
                 }
                 if state.closed && state.lanes.is_idle() {
                     return None;
@@ -239,7 +230,7 @@ impl Inner {
     /// Settles a job for good (acked or terminated).
     pub(super) fn release(&self, job: &Job, acked: bool) {
         let mut state = self.state();
-        let ready = state.lanes.release(&job.lane);
+        let ready = state.lanes.release(&job.lane).then_some(&*job.lane);
         self.after_settle(state, ready);
         bump(if acked { &self.counters.acked } else { &self.counters.terminated }, 1);
     }
@@ -251,27 +242,29 @@ impl Inner {
         }
         let mut state = self.state();
         if delay.is_zero() {
-            let ready = state.lanes.requeue(job);
+            let lane = Arc::clone(&job.lane);
+            let ready = state.lanes.requeue(job).then_some(&*lane);
             self.after_settle(state, ready);
             return;
         }
         state.delayed.push(job, delay);
         drop(state);
-        // A consumer may be sleeping until a later due time: let one recompute.
-        self.work.notify_one();
+        // A consumer may be sleeping until a later due time: let one of each group recompute.
+        self.work.one_each();
     }
 
-    fn after_settle(&self, state: MutexGuard<'_, State>, ready: bool) {
+    /// After a settlement: wakes a consumer of `ready`'s topic (the lane, when it is ready again).
+    fn after_settle(&self, state: MutexGuard<'_, State>, ready: Option<&str>) {
         let idle = state.lanes.is_idle();
         let closed = state.closed;
         drop(state);
-        if ready {
-            self.wake_work();
+        if let Some(lane) = ready {
+            self.work.ready(topic_of(lane));
         }
         if idle {
             self.idle.notify_waiters();
             if closed {
-                self.work.notify_waiters();
+                self.work.all();
             }
         }
     }
@@ -295,7 +288,7 @@ impl Inner {
         drop(state);
         self.space.notify_waiters();
         if idle {
-            self.work.notify_waiters();
+            self.work.all();
         }
     }
 

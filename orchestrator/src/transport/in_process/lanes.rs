@@ -59,14 +59,14 @@ fn lane_key(event: &Event) -> String {
 }
 
 /// The topic of a lane key.
-fn topic_of(lane: &str) -> &str {
+pub(super) fn topic_of(lane: &str) -> &str {
     lane.split_once('\n').map_or(lane, |(topic, _)| topic)
 }
 
 impl Lanes {
-    /// Appends an event (delivered for the first time) to its lane. True if that made a lane
+    /// Appends an event (delivered for the first time) to its lane. The lane if that made it
     /// ready.
-    pub(super) fn push(&mut self, event: Event) -> bool {
+    pub(super) fn push(&mut self, event: Event) -> Option<Arc<str>> {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.queued += 1;
@@ -75,12 +75,12 @@ impl Lanes {
         if let Some(lane) = self.lanes.get_mut(key.as_str()) {
             // Busy, or already ready behind an older event of the same lane.
             lane.pending.push_back(entry);
-            return false;
+            return None;
         }
         let lane: Arc<str> = Arc::from(key);
         self.ready.insert(seq, Arc::clone(&lane));
-        self.lanes.insert(lane, Lane { pending: VecDeque::from([entry]), busy: false });
-        true
+        self.lanes.insert(Arc::clone(&lane), Lane { pending: VecDeque::from([entry]), busy: false });
+        Some(lane)
     }
 
     /// Hands out the oldest event of a free lane whose topic is in `topics`, marks its lane busy
@@ -202,9 +202,9 @@ mod tests {
     #[test]
     fn a_busy_lane_hands_out_nothing_but_others_proceed() {
         let mut q = Lanes::default();
-        assert!(q.push(ev("a", 0)));
-        assert!(!q.push(ev("a", 1)));
-        assert!(q.push(ev("b", 2)));
+        assert!(q.push(ev("a", 0)).is_some());
+        assert!(q.push(ev("a", 1)).is_none());
+        assert!(q.push(ev("b", 2)).is_some());
         let a0 = q.take(&Topics::All).unwrap();
         assert_eq!(n(&a0), 0);
         let b2 = q.take(&Topics::All).unwrap();

@@ -32,6 +32,7 @@ mod delayed;
 mod delivery;
 mod inner;
 mod lanes;
+mod waiters;
 
 use std::fmt;
 use std::sync::Arc;
@@ -116,8 +117,8 @@ impl InProcessTransport {
     /// Joins the competing consumers of `topics` (what [`Transport::subscribe`] does, without
     /// an `await`).
     pub fn subscription(&self, topics: Topics) -> InProcessSubscription {
-        self.inner.subscribe(&topics);
-        InProcessSubscription { inner: Arc::clone(&self.inner), topics }
+        let work = self.inner.subscribe(&topics);
+        InProcessSubscription { inner: Arc::clone(&self.inner), topics, work }
     }
 
     /// Publishes without waiting: fails with [`TransportError::Full`] (waited zero) when
@@ -251,6 +252,57 @@ mod tests {
         assert_eq!((t.stats().acked, t.stats().delayed), (1, 0));
         t.close();
         consumer.await.expect("the consumer ends once closed and drained");
+    }
+
+    fn to(topic: &str, subject: &str) -> Event {
+        Event::builder()
+            .source("com.test.client")
+            .r#type(topic)
+            .subject(subject)
+            .data_json(serde_json::json!({}))
+            .build()
+            .expect("a valid event")
+    }
+
+    /// Consumers waiting on different topics: an event wakes one that listens on its topic,
+    /// whichever filters wait beside it, and the others keep waiting for theirs.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_waiting_consumer_of_the_events_topic_gets_it_whatever_else_waits() {
+        let t = transport(16, None);
+        let only = |topic: &str| Topics::Only(vec![topic.to_owned()]);
+        let wait = Duration::from_secs(5);
+        let consumer = |topics: Topics| {
+            let mut subscription = t.subscription(topics);
+            tokio::spawn(async move {
+                let delivery = subscription.next().await.expect("a delivery");
+                let event_type = delivery.event().r#type().to_owned();
+                delivery.ack(vec![]).await.expect("ack");
+                event_type
+            })
+        };
+        // Four consumers of `a` (one group), two of `b`, one of both.
+        let a: Vec<_> = (0..4).map(|_| consumer(only("com.test.a"))).collect();
+        let b: Vec<_> = (0..2).map(|_| consumer(only("com.test.b"))).collect();
+        let both = consumer(Topics::Only(vec!["com.test.b".to_owned(), "com.test.c".to_owned()]));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+
+        // Three events of `b`: the three consumers that listen on `b` take them, none of `a`.
+        t.publish((0..3).map(|n| to("com.test.b", &format!("s{n}"))).collect()).await.expect("publish");
+        for handle in b.into_iter().chain([both]) {
+            let got = tokio::time::timeout(wait, handle).await.expect("woken").expect("no panic");
+            assert_eq!(got, "com.test.b");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(a.iter().all(|h| !h.is_finished()), "`a`'s consumers wait on");
+        // Four events of `a`, published one at a time: each wakes one of `a`'s consumers.
+        for n in 0..4 {
+            t.publish(vec![to("com.test.a", &format!("s{n}"))]).await.expect("publish");
+        }
+        for handle in a {
+            let got = tokio::time::timeout(wait, handle).await.expect("woken").expect("no panic");
+            assert_eq!(got, "com.test.a");
+        }
+        assert_eq!(t.stats().acked, 7);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
