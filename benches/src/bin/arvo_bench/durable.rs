@@ -20,7 +20,7 @@ use orchestrator_sqlite::{SqliteConfig, SqliteMemory, Synchronous};
 use serde_json::{Value, json};
 
 use super::footprint;
-use super::history::process_cpu_s;
+use super::history::{cpu_us_per_event_by_thread, process_cpu_s, threads_cpu_s};
 use super::rig::{Measured, Recorder, warmup_units};
 use super::{BoxError, CLIENT, ChainFlow, ChainV1, chain_input};
 
@@ -204,8 +204,10 @@ pub(super) fn chain(
     rt.block_on(run(&memory, 0, warmup, in_flight, safety, &latencies))?;
     latencies.lock().unwrap_or_else(PoisonError::into_inner).clear();
     let cpu0 = process_cpu_s();
+    let threads0 = threads_cpu_s();
     let (workflows, wall) = rt.block_on(run(&memory, warmup, n, in_flight, safety, &latencies))?;
     let cpu_s = process_cpu_s().zip(cpu0).map(|(end, start)| end - start);
+    let threads = threads_cpu_s();
     let latencies_us = std::mem::take(&mut *latencies.lock().unwrap_or_else(PoisonError::into_inner));
     // Orchestrator executions are timed; each workflow also has two service executions.
     let events = latencies_us.len() as u64 + 2 * workflows as u64;
@@ -222,6 +224,7 @@ pub(super) fn chain(
         "commits": stats.transactions,
         "operations": stats.operations,
         "cpu": "process",
+        "cpu_us_per_event_by_thread": cpu_us_per_event_by_thread(&threads0, &threads, events),
         "retention": "Retention::Keep (SqliteConfig's default, as in the README's quickstart)",
     });
     // The bytes the store keeps for the warm-up's and the measured workflows, once it is closed.

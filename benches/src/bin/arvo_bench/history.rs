@@ -23,11 +23,11 @@ use orchestrator::prelude::*;
 use orchestrator::violation::Violation;
 use orchestrator_examples::calculator::{AddV1, Operands, Sum};
 use orchestrator_sqlite::{SqliteConfig, Synchronous};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
 use super::rig::{self, Client, Measured, Phase, Recorder, Rig, warmup_units};
-use super::{BoxError, CLIENT, memory, percentile};
+use super::{BoxError, CLIENT, memory, percentile, round};
 
 /// Starts a loop workflow: `steps` additions of 1, starting from `a`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -206,6 +206,40 @@ pub(crate) fn process_cpu_s() -> Option<f64> {
         ns += stat.split_whitespace().next()?.parse::<f64>().ok()?;
     }
     Some(ns / 1e9)
+}
+
+/// The CPU time (s) of each live thread of this process, by thread id, with its name.
+pub(crate) fn threads_cpu_s() -> std::collections::HashMap<String, (String, f64)> {
+    let mut threads = std::collections::HashMap::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return threads };
+    for task in tasks.flatten() {
+        let path = task.path();
+        let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default().trim().to_owned();
+        let ns = std::fs::read_to_string(path.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<f64>().ok());
+        if let Some(ns) = ns {
+            threads.insert(task.file_name().to_string_lossy().into_owned(), (name, ns / 1e9));
+        }
+    }
+    threads
+}
+
+/// CPU µs per event of each kind of thread (by name: `sqlite-writer`, `tokio-rt-worker`, ...)
+/// between two [`threads_cpu_s`] readings, counting the threads alive at both.
+pub(crate) fn cpu_us_per_event_by_thread(
+    before: &std::collections::HashMap<String, (String, f64)>,
+    after: &std::collections::HashMap<String, (String, f64)>,
+    events: u64,
+) -> Value {
+    let mut by_name = std::collections::BTreeMap::<String, f64>::new();
+    for (tid, (name, end)) in after {
+        if let Some((_, start)) = before.get(tid) {
+            *by_name.entry(name.clone()).or_default() += end - start;
+        }
+    }
+    let events = events.max(1) as f64;
+    by_name.into_iter().map(|(name, s)| (name, json!(round(s / events * 1e6, 2)))).collect()
 }
 
 /// The workload `sqlite_loop_normal_<steps>`: `n` loop workflows of `steps` calls, one at a time,

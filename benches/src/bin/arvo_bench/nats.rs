@@ -36,6 +36,7 @@ use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
 use super::fanout::{FanoutClient, FanoutFlow};
+use super::history::{cpu_us_per_event_by_thread, threads_cpu_s};
 use super::looped::{
     ClientHandler, Hopped, Hops, LoopClient, drive, process_cpu_s, random_u64, server_cpu_s, server_ticks,
 };
@@ -211,8 +212,10 @@ where
     let servers = || [server_ticks("nats-server"), server_ticks("postgres")];
     let before = servers();
     let cpu0 = process_cpu_s();
+    let threads0 = threads_cpu_s();
     let (workflows, wall) = rt.block_on(drive(&node, &client, warmup, n, in_flight))?;
     let cpu_s = process_cpu_s() - cpu0;
+    let threads = threads_cpu_s();
     let after = servers();
     let latencies_us = hops.take();
     let stats = node.dispatcher().stats();
@@ -240,6 +243,7 @@ where
         "node_workers": WORKERS,
         "latency": "per orchestrator step: end of one service/client execution of a workflow to the start of its next",
         "cpu_us_per_event": per_event_us(cpu_s),
+        "cpu_us_per_event_by_thread": cpu_us_per_event_by_thread(&threads0, &threads, events),
         "nats_server_cpu_us_per_event": per_event_us(nats_cpu_s),
         "postgres_cpu_us_per_event": per_event_us(pg_cpu_s),
         "servers_note": "CPU of every nats-server / postgres process on the machine over the run",
