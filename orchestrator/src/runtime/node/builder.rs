@@ -354,6 +354,12 @@ impl<M: Memory<WorkflowRecord> + 'static, T: Transport> NodeBuilder<M, T> {
     }
 
     /// How many deliveries are handled at once (default [`DEFAULT_WORKERS`]). At least 1.
+    ///
+    /// On a durable store with group commit (SQLite), more workers make larger write groups
+    /// when many workflows are in flight: with 1,000 chain workflows in flight, 256 workers
+    /// instead of 64 cut the SQLite writer's CPU per event by about 10 % and raised throughput
+    /// by 2–10 % (`arvo-bench`'s `node_sqlite_chain_1000`, BENCHMARKS.md, session 17). Each worker
+    /// runs one handler at a time, so this is also how many handlers may call out at once.
     pub fn workers(mut self, workers: usize) -> Self {
         self.workers = workers.max(1);
         self
