@@ -435,3 +435,31 @@ fn verifier_rejects_tampered_rust_output() {
         assert!(kinds.contains(&expected), "{expected} missing from {kinds:?}");
     }
 }
+
+/// `interop/arvo/bench-service.mjs`, the Arvo side of `arvo-bench`'s `service_handler`, runs
+/// on the real arvo-event-handler (each response checked for its exact sum inside the script)
+/// and prints one line with `arvo-bench`'s fields.
+#[test]
+fn the_arvo_service_benchmark_runs_and_reports_arvo_benchs_fields() {
+    if !node_available() {
+        return;
+    }
+    let output = Command::new("node")
+        .arg(Path::new(INTEROP_DIR).join("bench-service.mjs"))
+        .arg("300")
+        .current_dir(INTEROP_DIR)
+        .output()
+        .expect("node runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "bench-service.mjs failed: {stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "one JSON line, nothing else (Arvo's logs go to spans): {stdout}");
+    let line: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(line["name"], "service_handler");
+    assert_eq!((line["events"].as_u64(), line["latency_samples"].as_u64()), (Some(300), Some(300)));
+    for field in ["wall_s", "events_per_s", "p50_us", "p99_us", "max_us", "peak_rss_mb"] {
+        assert!(line[field].as_f64().is_some_and(|x| x > 0.0), "{field} in {line}");
+    }
+    assert!(line["params"]["cpu_us_per_event"].as_f64().is_some_and(|x| x > 0.0));
+}
