@@ -5,8 +5,8 @@
 //! for a few map operations, never across an `await` or a user callback. [`Notify`]s replace
 //! polling: the consumers' [`Waiters`] (a lane became ready, a retry became due earlier, or the
 //! consumers should stop), `idle` (nothing queued, nothing out) and `space` (a queue slot was
-//! freed, for waiting publishers). Every waiter registers its `Notified` before it checks the state, so no
-//! wake-up is lost. Retries wait in a heap ordered by due time; a consumer waiting in `next`
+//! freed, for waiting publishers). Every waiter registers its `Notified` before it checks the
+//! state, so no wake-up is lost. Retries wait in a heap ordered by due time; a consumer waiting in `next`
 //! sleeps until the earliest one is due and moves the due ones back to the front of their lanes.
 
 use std::pin::pin;
