@@ -14,6 +14,7 @@
 //! (`orc_first_p50_us`, `orc_last_p50_us`: the same step on a short and on a long journal), and of
 //! the init and final executions (`orc_init_p50_us`, `orc_final_p50_us`).
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
@@ -196,21 +197,21 @@ pub(crate) fn in_memory(rt: &Runtime, n: usize, steps: u32) -> Result<Measured, 
     Ok(m)
 }
 
-/// On-CPU time of every live thread of the process in seconds: the sum of
-/// `/proc/self/task/*/schedstat` (nanoseconds). A thread that exits in between is not counted; the
-/// store's writer thread and the blocking pool's threads live through the measured phase.
+/// On-CPU time of every live thread of the process in seconds: the sum of [`threads_cpu_s`]. A
+/// thread that exits in between is not counted; the store's writer thread and the blocking pool's
+/// threads live through the measured phase.
 pub(crate) fn process_cpu_s() -> Option<f64> {
-    let mut ns = 0.0;
-    for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
-        ns += stat.split_whitespace().next()?.parse::<f64>().ok()?;
-    }
-    Some(ns / 1e9)
+    let threads = threads_cpu_s();
+    (!threads.is_empty()).then(|| threads.values().map(|(_, s)| s).sum())
 }
 
-/// The CPU time (s) of each live thread of this process, by thread id, with its name.
-pub(crate) fn threads_cpu_s() -> std::collections::HashMap<String, (String, f64)> {
-    let mut threads = std::collections::HashMap::new();
+/// Each live thread's on-CPU time in seconds (`/proc/self/task/*/schedstat`), by thread id, with
+/// the thread's name.
+pub(crate) type ThreadsCpu = HashMap<String, (String, f64)>;
+
+/// The [`ThreadsCpu`] of this process now (empty where `/proc` cannot be read).
+pub(crate) fn threads_cpu_s() -> ThreadsCpu {
+    let mut threads = HashMap::new();
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return threads };
     for task in tasks.flatten() {
         let path = task.path();
@@ -227,12 +228,8 @@ pub(crate) fn threads_cpu_s() -> std::collections::HashMap<String, (String, f64)
 
 /// CPU µs per event of each kind of thread (by name: `sqlite-writer`, `tokio-rt-worker`, ...)
 /// between two [`threads_cpu_s`] readings, counting the threads alive at both.
-pub(crate) fn cpu_us_per_event_by_thread(
-    before: &std::collections::HashMap<String, (String, f64)>,
-    after: &std::collections::HashMap<String, (String, f64)>,
-    events: u64,
-) -> Value {
-    let mut by_name = std::collections::BTreeMap::<String, f64>::new();
+pub(crate) fn cpu_us_per_event_by_thread(before: &ThreadsCpu, after: &ThreadsCpu, events: u64) -> Value {
+    let mut by_name = BTreeMap::<String, f64>::new();
     for (tid, (name, end)) in after {
         if let Some((_, start)) = before.get(tid) {
             *by_name.entry(name.clone()).or_default() += end - start;
